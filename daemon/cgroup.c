@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+ssize_t pt_read_file(const char *path, char *buf, size_t size)
+{
+	ssize_t n, total = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)total + 1 < size) {
+		n = read(fd, buf + total, size - 1 - total);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			n = -errno;
+			close(fd);
+			return n;
+		}
+		if (n == 0)
+			break;
+		total += n;
+	}
+	buf[total] = '\0';
+	close(fd);
+	return total;
+}
+
+int pt_flat_keyed_get(const char *text, const char *key, uint64_t *out)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
+			char *end;
+			unsigned long long v;
+
+			errno = 0;
+			v = strtoull(p + klen + 1, &end, 10);
+			if (errno || end == p + klen + 1)
+				return -EINVAL;
+			*out = v;
+			return 0;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return -ENOENT;
+}
+
+int pt_cgroup_read_u64(const char *dir, const char *file, uint64_t *out)
+{
+	char path[PATH_MAX], buf[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	n = pt_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	if (strncmp(buf, "max", 3) == 0) {
+		*out = UINT64_MAX;
+		return 0;
+	}
+	if (sscanf(buf, "%" SCNu64, out) != 1)
+		return -EINVAL;
+	return 0;
+}
+
+int pt_cgroup_read_key(const char *dir, const char *file, const char *key, uint64_t *out)
+{
+	char path[PATH_MAX];
+	char *buf;
+	ssize_t n;
+	int rc;
+
+	buf = malloc(16384);
+	if (!buf)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	n = pt_read_file(path, buf, 16384);
+	rc = n < 0 ? (int)n : pt_flat_keyed_get(buf, key, out);
+	free(buf);
+	return rc;
+}
+
+int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s)
+{
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	rc = pt_cgroup_read_key(dir, "cpu.stat", "usage_usec", &s->cpu_usage_usec);
+	if (rc)
+		return rc;
+	rc = pt_cgroup_read_u64(dir, "memory.current", &s->memory_current);
+	if (rc)
+		return rc;
+	rc = pt_cgroup_read_key(dir, "memory.stat", "anon", &s->anon);
+	if (rc)
+		return rc;
+	/* memory.swap.current is absent without swap accounting; that is not an error. */
+	if (pt_cgroup_read_u64(dir, "memory.swap.current", &s->swap_current))
+		s->swap_current = 0;
+	return 0;
+}
+
+int pt_cgroup_write(const char *dir, const char *file, const char *value)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, value, strlen(value));
+	if (n < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int pt_cgroup_id(const char *dir, uint64_t *id)
+{
+	struct stat sb;
+
+	if (stat(dir, &sb))
+		return -errno;
+	*id = sb.st_ino;
+	return 0;
+}
+
+static int walk(const char *root, char *rel, size_t rel_len, pt_cgroup_visit_fn fn, void *arg,
+		int depth)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	if (depth > 32)	/* deeper than any real hierarchy: refuse rather than recurse */
+		return -ELOOP;
+	snprintf(path, sizeof(path), "%s%s", root, rel);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		size_t n;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		n = strlen(de->d_name);
+		if (rel_len + 1 + n + 1 > PATH_MAX)
+			continue;
+		rel[rel_len] = '/';
+		memcpy(rel + rel_len + 1, de->d_name, n + 1);
+		fn(rel, de->d_ino, arg);
+		walk(root, rel, rel_len + 1 + n, fn, arg, depth + 1);
+		rel[rel_len] = '\0';
+	}
+	closedir(d);
+	return 0;
+}
+
+int pt_cgroup_walk(const char *root, pt_cgroup_visit_fn fn, void *arg)
+{
+	char rel[PATH_MAX] = "";
+
+	return walk(root, rel, 0, fn, arg, 0);
+}
+
+static int collect_pids(const char *dir, pid_t *pids, int n, int max, int depth)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	FILE *fp;
+	DIR *d;
+	long pid;
+
+	if (depth > 32)
+		return n;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	fp = fopen(path, "re");
+	if (!fp)
+		return depth == 0 ? -errno : n;
+	while (n < max && fscanf(fp, "%ld", &pid) == 1)
+		pids[n++] = (pid_t)pid;
+	fclose(fp);
+	d = opendir(dir);
+	if (!d)
+		return n;
+	while ((de = readdir(d)) && n < max) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n = collect_pids(path, pids, n, max, depth + 1);
+	}
+	closedir(d);
+	return n;
+}
+
+int pt_cgroup_pids(const char *dir, pid_t *pids, int max)
+{
+	return collect_pids(dir, pids, 0, max, 0);
+}

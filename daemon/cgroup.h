@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cgroup v2 access: walking the tree, reading the flat-keyed and single-value files,
+ * listing a subtree's processes, writing memory.low. A cgroup that vanishes while we read
+ * it is normal on a container host: every function returns -ENOENT for it, never aborts.
+ */
+#ifndef PAGETIER_CGROUP_H
+#define PAGETIER_CGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pt_cgroup_sample {
+	uint64_t cpu_usage_usec;	/* cpu.stat usage_usec */
+	uint64_t memory_current;	/* memory.current, bytes */
+	uint64_t anon;			/* memory.stat anon, bytes */
+	uint64_t swap_current;		/* memory.swap.current, bytes (0 if absent) */
+};
+
+/* Calls @fn for every cgroup below @root (not @root itself), with "/a/b" and its id. */
+typedef void (*pt_cgroup_visit_fn)(const char *relpath, uint64_t id, void *arg);
+int pt_cgroup_walk(const char *root, pt_cgroup_visit_fn fn, void *arg);
+
+/* Parses a flat-keyed file's text ("key value\n"...); 0 or -ENOENT. Pure. */
+int pt_flat_keyed_get(const char *text, const char *key, uint64_t *out);
+
+int pt_cgroup_read_u64(const char *dir, const char *file, uint64_t *out);
+int pt_cgroup_read_key(const char *dir, const char *file, const char *key, uint64_t *out);
+int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s);
+int pt_cgroup_write(const char *dir, const char *file, const char *value);
+/* Reads a whole small file into @buf (NUL-terminated); bytes read or negative errno. */
+ssize_t pt_read_file(const char *path, char *buf, size_t size);
+
+/*
+ * Fills @pids with the processes of @dir and of every cgroup below it; returns how many
+ * (at most @max) or a negative errno.
+ */
+int pt_cgroup_pids(const char *dir, pid_t *pids, int max);
+/* The cgroup id of a directory: its inode number (what bpf_get_current_cgroup_id sees). */
+int pt_cgroup_id(const char *dir, uint64_t *id);
+
+#endif

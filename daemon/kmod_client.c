@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "kmod_client.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "log.h"
+
+int pt_kmod_open(void)
+{
+	struct pagetier_version v = { .size = sizeof(v) };
+	int fd = open(PT_CTL_DEV, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, PAGETIER_IOC_VERSION, &v)) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	if (v.abi_version != PAGETIER_ABI_VERSION) {
+		pt_err("%s speaks ABI %u, this build speaks %u: install matching pagetier.ko and pagetierd",
+		       PT_CTL_DEV, v.abi_version, PAGETIER_ABI_VERSION);
+		close(fd);
+		return -EPROTO;
+	}
+	return fd;
+}
+
+int pt_kmod_tier_create(int fd, const char *backing, struct pagetier_tier_create *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->size = sizeof(*out);
+	if (strlen(backing) >= sizeof(out->backing_path))
+		return -ENAMETOOLONG;
+	snprintf(out->backing_path, sizeof(out->backing_path), "%s", backing);
+	return ioctl(fd, PAGETIER_IOC_TIER_CREATE, out) ? -errno : 0;
+}
+
+int pt_kmod_tier_destroy(int fd, uint32_t tier_id)
+{
+	struct pagetier_tier_destroy d = { .size = sizeof(d), .tier_id = tier_id };
+
+	return ioctl(fd, PAGETIER_IOC_TIER_DESTROY, &d) ? -errno : 0;
+}
+
+int pt_kmod_cgroup_stats(int fd, uint32_t tier_id, struct pagetier_cgroup_stat **stats)
+{
+	struct pagetier_cgroup_stats req;
+	uint32_t cap = 64;
+
+	for (;;) {
+		struct pagetier_cgroup_stat *buf = calloc(cap, sizeof(*buf));
+
+		if (!buf)
+			return -ENOMEM;
+		memset(&req, 0, sizeof(req));
+		req.size = sizeof(req);
+		req.tier_id = tier_id;
+		req.entry_size = sizeof(*buf);
+		req.capacity = cap;
+		req.entries = (uintptr_t)buf;
+		if (ioctl(fd, PAGETIER_IOC_CGROUP_STATS, &req)) {
+			int rc = -errno;
+
+			free(buf);
+			return rc;
+		}
+		if (req.count <= cap) {
+			*stats = buf;
+			return (int)req.count;
+		}
+		free(buf);
+		cap = req.count + 16;	/* cgroups appeared meanwhile: retry larger */
+	}
+}
+
+int pt_kmod_list_tiers(uint32_t *ids, int max)
+{
+	DIR *d = opendir("/sys/block");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) && n < max) {
+		unsigned int id;
+		char tail;
+
+		if (sscanf(de->d_name, PAGETIER_DISK_NAME "%u%c", &id, &tail) == 1)
+			ids[n++] = id;
+	}
+	closedir(d);
+	return n;
+}
+
+int pt_kmod_cgroup_pages(int fd, uint64_t cgroup_id, uint64_t *pages)
+{
+	uint32_t ids[16];
+	int nt = pt_kmod_list_tiers(ids, 16);
+
+	*pages = 0;
+	if (nt < 0)
+		return nt;
+	for (int t = 0; t < nt; t++) {
+		struct pagetier_cgroup_stat *st;
+		int n = pt_kmod_cgroup_stats(fd, ids[t], &st);
+
+		if (n < 0)
+			continue;	/* destroyed meanwhile */
+		for (int i = 0; i < n; i++)
+			if (st[i].cgroup_id == cgroup_id)
+				*pages += st[i].pages_stored;
+		free(st);
+	}
+	return 0;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Client of pagetier.ko's control device /dev/pagetier (ABI: kmod/uapi/pagetier.h). */
+#ifndef PAGETIER_KMOD_CLIENT_H
+#define PAGETIER_KMOD_CLIENT_H
+
+#include <stdint.h>
+
+#include "pagetier.h"
+
+#define PT_CTL_DEV "/dev/" PAGETIER_CTL_NAME
+
+/* Opens the control device and checks the ABI version; fd or negative errno. */
+int pt_kmod_open(void);
+int pt_kmod_tier_create(int fd, const char *backing, struct pagetier_tier_create *out);
+int pt_kmod_tier_destroy(int fd, uint32_t tier_id);
+/*
+ * Fills @stats (malloc'd, caller frees) with the per-cgroup counters of @tier_id; returns
+ * the count or a negative errno.
+ */
+int pt_kmod_cgroup_stats(int fd, uint32_t tier_id, struct pagetier_cgroup_stat **stats);
+/* Sums the pages of @cgroup_id over every tier found in /sys/block. */
+int pt_kmod_cgroup_pages(int fd, uint64_t cgroup_id, uint64_t *pages);
+/* Tier ids present in /sys/block (pagetierN); returns the count (at most @max). */
+int pt_kmod_list_tiers(uint32_t *ids, int max);
+
+#endif

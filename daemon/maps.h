@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * /proc/PID/maps parsing: which ranges of a process hold its own anonymous memory (what
+ * offload targets). Pure, unit tested.
+ */
+#ifndef PAGETIER_MAPS_H
+#define PAGETIER_MAPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct pt_range {
+	uint64_t start;
+	uint64_t len;
+};
+
+/*
+ * Parses one maps line. Returns 1 and fills @r if the mapping is private anonymous memory
+ * (heap, stack, anonymous mmap), 0 if it is something else (file, shared, special, or
+ * inaccessible), -EINVAL if the line is malformed.
+ */
+int pt_maps_anon_range(const char *line, struct pt_range *r);
+
+#endif

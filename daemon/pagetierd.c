@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pagetierd: one memory context per opted-in cgroup; offloads idle containers' cold memory
+ * to swap (a pagetier.ko tier where there is one) and prefetches it back when they wake.
+ *
+ * A single-threaded event loop: a timerfd drives sampling, a signalfd handles
+ * SIGTERM/SIGINT (stop) and SIGHUP (reload), and a unix socket serves pagetierctl.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "context.h"
+#include "kmod_client.h"
+#include "log.h"
+#include "status.h"
+
+struct pt_daemon {
+	struct pt_config cfg;
+	const char *config_dir;
+	struct pt_context *ctxs;
+	size_t n_ctxs;
+	size_t cap_ctxs;
+	int kmod_fd;
+	int epfd, tfd, sfd, lfd;
+	char sock_path[PATH_MAX];
+	bool running;
+};
+
+static const char *backend_name(const struct pt_daemon *d)
+{
+	return d->kmod_fd >= 0 ? "pagetier.ko" : "swap";
+}
+
+static struct pt_context *find_ctx(struct pt_daemon *d, const char *relpath)
+{
+	for (size_t i = 0; i < d->n_ctxs; i++)
+		if (strcmp(d->ctxs[i].relpath, relpath) == 0)
+			return &d->ctxs[i];
+	return NULL;
+}
+
+static bool under_existing_ctx(struct pt_daemon *d, const char *relpath)
+{
+	for (size_t i = 0; i < d->n_ctxs; i++) {
+		size_t n = strlen(d->ctxs[i].relpath);
+
+		if (strncmp(d->ctxs[i].relpath, relpath, n) == 0 && relpath[n] == '/')
+			return true;
+	}
+	return false;
+}
+
+static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
+{
+	struct pt_daemon *d = arg;
+	const struct pt_policy *p = pt_config_match(&d->cfg, relpath);
+	struct pt_context *ctx = find_ctx(d, relpath);
+
+	if (!p)
+		return;
+	if (ctx && ctx->cgroup_id == id) {
+		ctx->seen = true;
+		ctx->policy = *p;	/* picks up a reloaded policy */
+		return;
+	}
+	if (ctx)
+		return;	/* same path, new cgroup: the old context goes first, then this one */
+	/* A context covers its whole subtree: never track a child of a tracked cgroup. */
+	if (under_existing_ctx(d, relpath))
+		return;
+	if (d->n_ctxs == d->cap_ctxs) {
+		size_t cap = d->cap_ctxs ? d->cap_ctxs * 2 : 16;
+		struct pt_context *n = realloc(d->ctxs, cap * sizeof(*n));
+
+		if (!n) {
+			pt_err("out of memory tracking %s", relpath);
+			return;
+		}
+		d->ctxs = n;
+		d->cap_ctxs = cap;
+	}
+	ctx = &d->ctxs[d->n_ctxs++];
+	pt_context_init(ctx, p, d->cfg.cgroup_root, relpath, id, pt_now_ms());
+	pt_info("%s: tracking cgroup %s (id %llu, %s, idle after %llu ms)", p->name, relpath,
+		(unsigned long long)id, pt_class_name(p->class),
+		(unsigned long long)p->idle_threshold_ms);
+	pt_context_protect(ctx);
+}
+
+static void drop_ctx(struct pt_daemon *d, size_t i, const char *why)
+{
+	pt_info("%s: no longer tracking %s (%s)", d->ctxs[i].policy.name, d->ctxs[i].relpath, why);
+	pt_context_release(&d->ctxs[i]);
+	d->ctxs[i] = d->ctxs[d->n_ctxs - 1];
+	d->n_ctxs--;
+}
+
+static void rescan(struct pt_daemon *d)
+{
+	for (size_t i = 0; i < d->n_ctxs; i++)
+		d->ctxs[i].seen = false;
+	pt_cgroup_walk(d->cfg.cgroup_root, visit_cgroup, d);
+	for (size_t i = d->n_ctxs; i-- > 0;)
+		if (!d->ctxs[i].seen)
+			drop_ctx(d, i, "cgroup gone or no longer opted in");
+}
+
+static void tick(struct pt_daemon *d)
+{
+	uint64_t now;
+
+	rescan(d);
+	now = pt_now_ms();
+	for (size_t i = d->n_ctxs; i-- > 0;) {
+		struct pt_context *ctx = &d->ctxs[i];
+		enum pt_idle_event ev;
+
+		if (pt_cgroup_sample(ctx->dir, &ctx->sample)) {
+			drop_ctx(d, i, "cgroup vanished");
+			continue;
+		}
+		if (d->kmod_fd >= 0)
+			pt_kmod_cgroup_pages(d->kmod_fd, ctx->cgroup_id, &ctx->tier_pages);
+		ev = pt_idle_update(&ctx->idle, ctx->sample.cpu_usage_usec, now,
+				    ctx->policy.idle_threshold_ms);
+		if (ev == PT_EV_WENT_IDLE) {
+			pt_info("%s: idle for %llu ms", ctx->policy.name,
+				(unsigned long long)ctx->policy.idle_threshold_ms);
+			pt_context_offload(ctx);
+		} else if (ev == PT_EV_WOKE) {
+			pt_context_prefetch(ctx);
+			pt_idle_wake_done(&ctx->idle);
+		}
+	}
+}
+
+/* --- control socket --------------------------------------------------------------- */
+
+static void ctl_reply(struct pt_daemon *d, int cfd, char *req)
+{
+	char *buf = NULL, *name;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+
+	if (!out)
+		return;
+	req[strcspn(req, "\r\n")] = '\0';
+	if (strcmp(req, "status") == 0) {
+		fprintf(out, "backend: %s\n", backend_name(d));
+		pt_status_table(out, d->ctxs, d->n_ctxs);
+	} else if (strcmp(req, "status json") == 0) {
+		pt_status_json(out, d->ctxs, d->n_ctxs, backend_name(d));
+	} else if (strcmp(req, "containers") == 0) {
+		for (size_t i = 0; i < d->cfg.n_policies; i++) {
+			const struct pt_policy *p = &d->cfg.policies[i];
+			int running = 0;
+
+			for (size_t j = 0; j < d->n_ctxs; j++)
+				running += strcmp(d->ctxs[j].policy.name, p->name) == 0;
+			fprintf(out, "%-16s %-10s running=%d match=%s%s%s  (%s)\n", p->name,
+				pt_class_name(p->class), running, p->match_cgroup,
+				p->match_cgroup[0] && p->match_id[0] ? "," : "", p->match_id,
+				p->source);
+		}
+	} else if (strncmp(req, "prefetch ", 9) == 0) {
+		name = req + 9;
+		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) || cred.uid != 0) {
+			fprintf(out, "error: prefetch needs root\n");
+		} else {
+			int hits = 0;
+
+			for (size_t i = 0; i < d->n_ctxs; i++) {
+				struct pt_context *ctx = &d->ctxs[i];
+
+				if (strcmp(ctx->policy.name, name))
+					continue;
+				hits++;
+				ctx->idle.woke_at_ms = pt_now_ms();
+				pt_idle_poke(&ctx->idle, ctx->idle.woke_at_ms);
+				pt_context_prefetch(ctx);
+				pt_idle_wake_done(&ctx->idle);
+				fprintf(out, "%s: prefetched %llu bytes\n", ctx->relpath,
+					(unsigned long long)ctx->prefetch_requested);
+			}
+			if (!hits)
+				fprintf(out, "error: no running container named '%s' (see: pagetierctl containers)\n",
+					name);
+		}
+	} else {
+		fprintf(out, "error: unknown request '%s'\n", req);
+	}
+	fclose(out);
+	for (size_t off = 0; off < len;) {
+		ssize_t n = write(cfd, buf + off, len - off);
+
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	free(buf);
+}
+
+static void ctl_accept(struct pt_daemon *d)
+{
+	struct timeval tv = { .tv_sec = 1 };
+	char req[256];
+	ssize_t n;
+	int cfd;
+
+	cfd = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (cfd < 0)
+		return;
+	/* A stuck client must not stall the loop: bounded blocking I/O. */
+	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	n = read(cfd, req, sizeof(req) - 1);
+	if (n > 0) {
+		req[n] = '\0';
+		ctl_reply(d, cfd, req);
+	}
+	close(cfd);
+}
+
+static int ctl_listen(struct pt_daemon *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (mkdir(d->cfg.runtime_dir, 0755) && errno != EEXIST) {
+		pt_err("cannot create runtime directory %s: %s", d->cfg.runtime_dir,
+		       strerror(errno));
+		return -errno;
+	}
+	if (snprintf(d->sock_path, sizeof(d->sock_path), "%s/ctl.sock", d->cfg.runtime_dir) >=
+	    (int)sizeof(sa.sun_path)) {
+		pt_err("runtime_dir %s is too long for a socket path", d->cfg.runtime_dir);
+		return -ENAMETOOLONG;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->sock_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(d->sock_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(d->sock_path, 0600) ||
+	    listen(fd, 16)) {
+		int rc = -errno;
+
+		pt_err("cannot listen on %s: %s", d->sock_path, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	d->lfd = fd;
+	return 0;
+}
+
+/* --- set-up ----------------------------------------------------------------------- */
+
+static void report_backend(struct pt_daemon *d)
+{
+	char swaps[4096];
+	ssize_t n = pt_read_file("/proc/swaps", swaps, sizeof(swaps));
+	int lines = 0;
+
+	for (ssize_t i = 0; i < n; i++)
+		lines += swaps[i] == '\n';
+	d->kmod_fd = pt_kmod_open();
+	if (d->kmod_fd >= 0) {
+		uint32_t ids[16];
+		int nt = pt_kmod_list_tiers(ids, 16);
+
+		pt_info("backend: pagetier.ko (ABI %d), %d tier device(s)", PAGETIER_ABI_VERSION,
+			nt < 0 ? 0 : nt);
+	} else {
+		pt_info("backend: plain swap (%s: %s); per-container tier counters unavailable",
+			PT_CTL_DEV, strerror(-d->kmod_fd));
+	}
+	if (lines <= 1)
+		pt_warn("no swap device is active (/proc/swaps is empty): offload cannot move anything; swapon a pagetier tier or another swap device");
+}
+
+static int setup_loop(struct pt_daemon *d)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct itimerspec its = { 0 };
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	d->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->sfd < 0 || d->tfd < 0 || d->epfd < 0)
+		return -errno;
+	its.it_value.tv_nsec = 1;
+	its.it_interval.tv_sec = (time_t)(d->cfg.poll_interval_ms / 1000);
+	its.it_interval.tv_nsec = (long)(d->cfg.poll_interval_ms % 1000) * 1000000L;
+	if (timerfd_settime(d->tfd, 0, &its, NULL))
+		return -errno;
+	ev.data.fd = d->sfd;
+	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->sfd, &ev);
+	ev.data.fd = d->tfd;
+	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->tfd, &ev);
+	ev.data.fd = d->lfd;
+	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->lfd, &ev);
+	return 0;
+}
+
+static void reload(struct pt_daemon *d)
+{
+	char err[PT_ERRBUF_MAX];
+	struct pt_config ncfg;
+
+	if (pt_config_load(&ncfg, d->config_dir, true, err)) {
+		pt_err("reload of %s failed; keeping the running configuration:\n%s",
+		       d->config_dir, err);
+		return;
+	}
+	/* runtime_dir and cgroup_root take effect on restart only: keep the socket valid. */
+	snprintf(ncfg.cgroup_root, sizeof(ncfg.cgroup_root), "%s", d->cfg.cgroup_root);
+	snprintf(ncfg.runtime_dir, sizeof(ncfg.runtime_dir), "%s", d->cfg.runtime_dir);
+	pt_config_free(&d->cfg);
+	d->cfg = ncfg;
+	pt_log_set_level(d->cfg.log_level);
+	pt_info("reloaded %s: %zu container policies", d->config_dir, d->cfg.n_policies);
+	rescan(d);
+}
+
+static void handle_signal(struct pt_daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			reload(d);
+		else
+			d->running = false;
+	}
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: pagetierd [--config-dir DIR] [--check-config] [--log-level LEVEL] [--no-mlock]\n"
+		"  --config-dir DIR   configuration directory (default /etc/pagetier)\n"
+		"  --check-config     validate the configuration and exit (0: valid)\n"
+		"  --log-level LEVEL  error, warn, info or debug (overrides the config)\n"
+		"  --no-mlock         do not lock the daemon in memory (for sanitizer builds)\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config-dir", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "no-mlock", no_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct pt_daemon d = { .config_dir = "/etc/pagetier", .kmod_fd = -1, .lfd = -1 };
+	const char *level_arg = NULL;
+	bool check_only = false, lock = true;
+	char err[PT_ERRBUF_MAX];
+	enum pt_log_level lvl;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "c:Cl:Mh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			d.config_dir = optarg;
+			break;
+		case 'C':
+			check_only = true;
+			break;
+		case 'l':
+			level_arg = optarg;
+			break;
+		case 'M':
+			lock = false;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (level_arg && pt_log_parse_level(level_arg, &lvl)) {
+		fprintf(stderr, "pagetierd: --log-level must be error, warn, info or debug\n");
+		return 2;
+	}
+	rc = pt_config_load(&d.cfg, d.config_dir, true, err);
+	if (rc) {
+		fprintf(stderr, "pagetierd: invalid configuration in %s:\n%s", d.config_dir, err);
+		return 1;
+	}
+	if (check_only) {
+		printf("%s: ok, %zu container policies\n", d.config_dir, d.cfg.n_policies);
+		for (size_t i = 0; i < d.cfg.n_policies; i++)
+			printf("  %s: %s, match %s%s, idle after %llu ms (%s)\n",
+			       d.cfg.policies[i].name, pt_class_name(d.cfg.policies[i].class),
+			       d.cfg.policies[i].match_cgroup, d.cfg.policies[i].match_id,
+			       (unsigned long long)d.cfg.policies[i].idle_threshold_ms,
+			       d.cfg.policies[i].source);
+		pt_config_free(&d.cfg);
+		return 0;
+	}
+	pt_log_set_level(level_arg ? lvl : d.cfg.log_level);
+	/* Never let the daemon that manages swap be swapped itself. */
+	if (lock && mlockall(MCL_CURRENT | MCL_FUTURE))
+		pt_warn("mlockall failed (%s): the daemon may be paged out under pressure",
+			strerror(errno));
+	report_backend(&d);
+	rc = ctl_listen(&d);
+	if (!rc)
+		rc = setup_loop(&d);
+	if (rc) {
+		pt_err("start-up failed: %s", strerror(-rc));
+		return 1;
+	}
+	pt_info("pagetierd started: %zu container policies from %s, polling every %llu ms, control socket %s",
+		d.cfg.n_policies, d.config_dir, (unsigned long long)d.cfg.poll_interval_ms,
+		d.sock_path);
+	d.running = true;
+	while (d.running) {
+		struct epoll_event evs[8];
+		int n = epoll_wait(d.epfd, evs, 8, -1);
+
+		if (n < 0 && errno != EINTR) {
+			pt_err("epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+
+			if (fd == d.sfd) {
+				handle_signal(&d);
+			} else if (fd == d.tfd) {
+				uint64_t expirations;
+
+				if (read(d.tfd, &expirations, sizeof(expirations)) > 0)
+					tick(&d);
+			} else if (fd == d.lfd) {
+				ctl_accept(&d);
+			}
+		}
+	}
+	pt_info("pagetierd stopping: %zu contexts released; offloaded memory stays in swap and returns on demand",
+		d.n_ctxs);
+	for (size_t i = 0; i < d.n_ctxs; i++)
+		pt_context_release(&d.ctxs[i]);
+	free(d.ctxs);
+	unlink(d.sock_path);
+	pt_config_free(&d.cfg);
+	if (d.kmod_fd >= 0)
+		close(d.kmod_fd);
+	return 0;
+}

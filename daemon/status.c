@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "status.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void pt_fmt_bytes(char *buf, size_t size, unsigned long long bytes)
+{
+	static const char units[] = "KMGTP";
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, size, "%llu", bytes);
+		return;
+	}
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, size, "%.1f%c", v, units[u]);
+}
+
+void pt_json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n)
+{
+	fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %7s %9s  %s\n", "CONTAINER", "CLASS",
+		"STATE", "RESIDENT", "ANON", "SWAPPED", "ON-TIER", "WAKES", "LAST-WAKE", "CGROUP");
+	for (size_t i = 0; i < n; i++) {
+		const struct pt_context *c = &ctxs[i];
+		char res[16], anon[16], swp[16], tier[16], wake[24];
+
+		pt_fmt_bytes(res, sizeof(res), c->sample.memory_current);
+		pt_fmt_bytes(anon, sizeof(anon), c->sample.anon);
+		pt_fmt_bytes(swp, sizeof(swp), c->sample.swap_current);
+		pt_fmt_bytes(tier, sizeof(tier), c->tier_pages * 4096ULL);
+		if (c->n_wakes)
+			snprintf(wake, sizeof(wake), "%llums", (unsigned long long)c->last_wake_ms);
+		else
+			snprintf(wake, sizeof(wake), "-");
+		fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %7llu %9s  %s\n", c->policy.name,
+			pt_class_name(c->policy.class), pt_state_name(c->idle.state), res, anon, swp,
+			tier, (unsigned long long)c->n_wakes, wake, c->relpath);
+	}
+	if (!n)
+		fprintf(out, "(no opted-in container is running)\n");
+}
+
+void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const char *backend)
+{
+	fprintf(out, "{\"backend\":");
+	pt_json_string(out, backend);
+	fprintf(out, ",\"containers\":[");
+	for (size_t i = 0; i < n; i++) {
+		const struct pt_context *c = &ctxs[i];
+
+		fprintf(out, "%s{\"name\":", i ? "," : "");
+		pt_json_string(out, c->policy.name);
+		fprintf(out, ",\"cgroup\":");
+		pt_json_string(out, c->relpath);
+		fprintf(out,
+			",\"cgroup_id\":%" PRIu64 ",\"class\":\"%s\",\"state\":\"%s\""
+			",\"resident_bytes\":%" PRIu64 ",\"anon_bytes\":%" PRIu64
+			",\"swapped_bytes\":%" PRIu64 ",\"tier_bytes\":%" PRIu64
+			",\"anon_at_idle_bytes\":%" PRIu64 ",\"offloads\":%" PRIu64
+			",\"offload_requested_bytes\":%" PRIu64 ",\"wakes\":%" PRIu64
+			",\"prefetch_requested_bytes\":%" PRIu64 ",\"last_wake_ms\":%" PRIu64 "}",
+			c->cgroup_id, pt_class_name(c->policy.class), pt_state_name(c->idle.state),
+			c->sample.memory_current, c->sample.anon, c->sample.swap_current,
+			c->tier_pages * (uint64_t)4096, c->anon_at_idle, c->n_offloads,
+			c->offload_requested, c->n_wakes, c->prefetch_requested, c->last_wake_ms);
+	}
+	fprintf(out, "]}\n");
+}
