@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+/* cgroup file parsing and tree walking, against fixture trees shaped like cgroupfs. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdbool.h>
+
+#include "cgroup.h"
+#include "fixture.h"
+
+static void test_flat_keyed(void **state)
+{
+	const char *cpu_stat = "usage_usec 123456\nuser_usec 100000\nsystem_usec 23456\n";
+	const char *mem_stat = "anon 268435456\nfile 4096\nanon_thp 0\n";
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(pt_flat_keyed_get(cpu_stat, "usage_usec", &v), 0);
+	assert_int_equal(v, 123456);
+	assert_int_equal(pt_flat_keyed_get(cpu_stat, "system_usec", &v), 0);
+	assert_int_equal(v, 23456);
+	/* "anon" must not match "anon_thp", nor the other way round. */
+	assert_int_equal(pt_flat_keyed_get(mem_stat, "anon", &v), 0);
+	assert_int_equal(v, 268435456);
+	assert_int_equal(pt_flat_keyed_get(mem_stat, "anon_thp", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(pt_flat_keyed_get(mem_stat, "shmem", &v), -ENOENT);
+	assert_int_equal(pt_flat_keyed_get("anon x\n", "anon", &v), -EINVAL);
+	assert_int_equal(pt_flat_keyed_get("", "anon", &v), -ENOENT);
+}
+
+static void make_cgroup(const char *root, const char *rel, const char *procs, uint64_t usage,
+			uint64_t current, uint64_t anon)
+{
+	char path[PATH_MAX], buf[256];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", rel);
+	fx_write(root, path, procs);
+	snprintf(path, sizeof(path), "%s/cpu.stat", rel);
+	snprintf(buf, sizeof(buf), "usage_usec %llu\nuser_usec 0\nsystem_usec 0\n",
+		 (unsigned long long)usage);
+	fx_write(root, path, buf);
+	snprintf(path, sizeof(path), "%s/memory.current", rel);
+	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)current);
+	fx_write(root, path, buf);
+	snprintf(path, sizeof(path), "%s/memory.stat", rel);
+	snprintf(buf, sizeof(buf), "file 0\nanon %llu\n", (unsigned long long)anon);
+	fx_write(root, path, buf);
+}
+
+struct seen {
+	char paths[16][64];
+	uint64_t ids[16];
+	int n;
+};
+
+static void visit(const char *relpath, uint64_t id, void *arg)
+{
+	struct seen *s = arg;
+
+	if (s->n < 16) {
+		snprintf(s->paths[s->n], sizeof(s->paths[0]), "%s", relpath);
+		s->ids[s->n++] = id;
+	}
+}
+
+static bool saw(const struct seen *s, const char *p)
+{
+	for (int i = 0; i < s->n; i++)
+		if (strcmp(s->paths[i], p) == 0)
+			return true;
+	return false;
+}
+
+static void test_walk_sample_pids(void **state)
+{
+	char *root = fx_tmpdir(), dir[PATH_MAX];
+	struct pt_cgroup_sample smp;
+	struct seen s = { 0 };
+	pid_t pids[8];
+	uint64_t id;
+
+	(void)state;
+	make_cgroup(root, "pt/alpha", "101\n102\n", 5000, 1 << 20, 4096);
+	make_cgroup(root, "pt/alpha/worker", "103\n", 1, 2, 3);
+	make_cgroup(root, "pt/beta", "", 0, 0, 0);
+	fx_write(root, "pt/.hidden/cgroup.procs", "");
+
+	assert_int_equal(pt_cgroup_walk(root, visit, &s), 0);
+	assert_int_equal(s.n, 4);
+	assert_true(saw(&s, "/pt"));
+	assert_true(saw(&s, "/pt/alpha"));
+	assert_true(saw(&s, "/pt/alpha/worker"));
+	assert_true(saw(&s, "/pt/beta"));
+	assert_false(saw(&s, "/pt/.hidden"));
+
+	snprintf(dir, sizeof(dir), "%s/pt/alpha", root);
+	assert_int_equal(pt_cgroup_sample(dir, &smp), 0);
+	assert_int_equal(smp.cpu_usage_usec, 5000);
+	assert_int_equal(smp.memory_current, 1 << 20);
+	assert_int_equal(smp.anon, 4096);
+	assert_int_equal(smp.swap_current, 0);	/* no memory.swap.current: not an error */
+
+	/* A context's processes include its sub-cgroups'. */
+	assert_int_equal(pt_cgroup_pids(dir, pids, 8), 3);
+	assert_int_equal(pt_cgroup_pids(dir, pids, 2), 2);	/* bounded */
+
+	assert_int_equal(pt_cgroup_id(dir, &id), 0);
+	for (int i = 0; i < s.n; i++)
+		if (strcmp(s.paths[i], "/pt/alpha") == 0)
+			assert_int_equal(s.ids[i], id);
+
+	/* A vanished cgroup is -ENOENT, never a crash. */
+	snprintf(dir, sizeof(dir), "%s/pt/gone", root);
+	assert_int_equal(pt_cgroup_sample(dir, &smp), -ENOENT);
+	assert_int_equal(pt_cgroup_pids(dir, pids, 8), -ENOENT);
+	fx_rmtree(root);
+}
+
+static void test_read_u64_max(void **state)
+{
+	char *root = fx_tmpdir();
+	uint64_t v;
+
+	(void)state;
+	fx_write(root, "memory.high", "max\n");
+	fx_write(root, "memory.low", "garbage\n");
+	assert_int_equal(pt_cgroup_read_u64(root, "memory.high", &v), 0);
+	assert_true(v == UINT64_MAX);
+	assert_int_equal(pt_cgroup_read_u64(root, "memory.low", &v), -EINVAL);
+	assert_int_equal(pt_cgroup_write(root, "memory.low", "max"), 0);
+	assert_int_equal(pt_cgroup_read_u64(root, "memory.low", &v), 0);
+	assert_true(v == UINT64_MAX);
+	fx_rmtree(root);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_flat_keyed),
+		cmocka_unit_test(test_walk_sample_pids),
+		cmocka_unit_test(test_read_u64_max),
+	};
+
+	return cmocka_run_group_tests_name("cgroup", tests, NULL, NULL);
+}
