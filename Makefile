@@ -19,7 +19,8 @@ USER_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ikmod/uapi -Idaemon $(CFLAGS)
 SAN        := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 DAEMON_LIB_SRC := daemon/log.c daemon/config.c daemon/cgroup.c daemon/idle.c daemon/maps.c \
-                  daemon/actuator.c daemon/context.c daemon/status.c daemon/kmod_client.c
+                  daemon/actuator.c daemon/context.c daemon/status.c daemon/kmod_client.c \
+                  daemon/worker.c
 DAEMON_HDR     := $(wildcard daemon/*.h) kmod/uapi/pagetier.h
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/test_*.c))
 
@@ -41,8 +42,7 @@ kmod: $(B)/kernels.txt
 	  kdir=/lib/modules/$$kv/build; \
 	  [ -d $$kdir ] || { echo "kmod: headers for $$kv missing ($$kdir): run make deps" >&2; exit 1; }; \
 	  out=$(B)/kmod/$$kv; mkdir -p $$out; \
-	  rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' kmod/ $$out/src/ 2>/dev/null || \
-	    { rm -rf $$out/src; cp -r kmod $$out/src; }; \
+	  mkdir -p $$out/src; cp -r kmod/. $$out/src/; \
 	  $(MAKE) -s -C $$kdir M=$(CURDIR)/$$out/src modules >$$out/build.log 2>&1 || \
 	    { cat $$out/build.log >&2; echo "kmod: build for $$kv failed" >&2; exit 1; }; \
 	  cp $$out/src/pagetier.ko $$out/pagetier.ko; echo "  KMOD  $$out/pagetier.ko"; \
@@ -53,11 +53,11 @@ daemon: $(B)/bin/pagetierd $(B)/bin/pagetierctl
 
 $(B)/bin/pagetierd: daemon/pagetierd.c $(DAEMON_LIB_SRC) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@"
-	@$(CC) $(USER_CFLAGS) -o $@ daemon/pagetierd.c $(DAEMON_LIB_SRC) -linih
+	@$(CC) $(USER_CFLAGS) -o $@ daemon/pagetierd.c $(DAEMON_LIB_SRC) -linih -lpthread
 
 $(B)/bin/pagetierctl: daemon/pagetierctl.c $(DAEMON_LIB_SRC) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@"
-	@$(CC) $(USER_CFLAGS) -o $@ daemon/pagetierctl.c $(DAEMON_LIB_SRC) -linih
+	@$(CC) $(USER_CFLAGS) -o $@ daemon/pagetierctl.c $(DAEMON_LIB_SRC) -linih -lpthread
 
 tools: $(B)/bin/ptwork
 
@@ -71,7 +71,7 @@ kselftest:
 # --- tests -----------------------------------------------------------------------------
 $(B)/unit/%: tests/unit/%.c $(DAEMON_LIB_SRC) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@ (asan,ubsan)"
-	@$(CC) $(USER_CFLAGS) $(SAN) -o $@ $< $(DAEMON_LIB_SRC) -linih -lcmocka
+	@$(CC) $(USER_CFLAGS) $(SAN) -o $@ $< $(DAEMON_LIB_SRC) -linih -lcmocka -lpthread
 
 unit: $(UNIT_TESTS)
 	@set -e; fail=0; for t in $(UNIT_TESTS); do \

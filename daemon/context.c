@@ -15,6 +15,10 @@
 #endif
 
 #define PT_MAX_PIDS 4096
+/* Passes of memory.reclaim after an offload: write-back of the offload must finish first. */
+#define PT_SETTLE_PASSES 10
+/* Residency this close to the floor is settled (kernel stacks, page tables, slab). */
+#define PT_SETTLE_SLACK (2ULL << 20)
 
 uint64_t pt_now_ms(void)
 {
@@ -82,47 +86,64 @@ void pt_context_protect(struct pt_context *ctx)
 		ctx->saved_memory_low);
 }
 
-int pt_context_offload(struct pt_context *ctx)
+static void free_set(struct pt_proc_ranges *set, int n)
 {
-	uint64_t budget, t0 = pt_now_ms(), done = 0;
-	pid_t *pids;
-	int n, rc = 0;
+	for (int i = 0; i < n; i++)
+		pt_proc_ranges_free(&set[i]);
+	free(set);
+}
 
-	if (ctx->policy.class == PT_CLASS_CRITICAL)
-		return 0;
-	if (pt_cgroup_sample(ctx->dir, &ctx->sample))
-		return -ENOENT;
-	ctx->anon_at_idle = ctx->sample.anon;
-	budget = ctx->sample.anon > ctx->policy.resident_floor_bytes ?
-		 ctx->sample.anon - ctx->policy.resident_floor_bytes : 0;
-	if (ctx->policy.offload_cap_bytes && budget > ctx->policy.offload_cap_bytes)
-		budget = ctx->policy.offload_cap_bytes;
-	if (!budget)
-		return 0;
+static struct pt_action *new_action(struct pt_context *ctx, enum pt_job_kind kind,
+				    void (*run)(struct pt_job *))
+{
+	struct pt_action *a = calloc(1, sizeof(*a));
 
-	pids = calloc(PT_MAX_PIDS, sizeof(*pids));
-	if (!pids)
-		return -ENOMEM;
-	n = pt_cgroup_pids(ctx->dir, pids, PT_MAX_PIDS);
+	if (!a) {
+		pt_err("%s: out of memory for an action", ctx->policy.name);
+		return NULL;
+	}
+	a->job.run = run;
+	a->kind = kind;
+	a->cgroup_id = ctx->cgroup_id;
+	snprintf(a->name, sizeof(a->name), "%s", ctx->policy.name);
+	snprintf(a->dir, sizeof(a->dir), "%s", ctx->dir);
+	ctx->busy = true;
+	return a;
+}
+
+/* Worker thread: page out each process's anonymous ranges, up to the budget. */
+static void run_offload(struct pt_job *job)
+{
+	struct pt_action *a = (struct pt_action *)job;
+	uint64_t t0 = pt_now_ms(), done = 0;
+	pid_t *pids = calloc(PT_MAX_PIDS, sizeof(*pids));
+	int n;
+
+	if (!pids) {
+		a->rc = -ENOMEM;
+		return;
+	}
+	n = pt_cgroup_pids(a->dir, pids, PT_MAX_PIDS);
 	if (n < 0) {
+		a->rc = n;
 		free(pids);
-		return n;
+		return;
 	}
-	drop_wake_set(ctx);
-	ctx->wake_set = calloc(n ? n : 1, sizeof(*ctx->wake_set));
-	if (!ctx->wake_set) {
+	a->set = calloc(n ? (size_t)n : 1, sizeof(*a->set));
+	if (!a->set) {
+		a->rc = -ENOMEM;
 		free(pids);
-		return -ENOMEM;
+		return;
 	}
-	for (int i = 0; i < n && done < budget; i++) {
-		struct pt_proc_ranges *pr = &ctx->wake_set[ctx->n_wake_set];
+	for (int i = 0; i < n && done < a->budget; i++) {
+		struct pt_proc_ranges *pr = &a->set[a->n_set];
 		int64_t got;
 
 		/*
 		 * Ranges are virtual: they bound the advice, the kernel pages out only what is
 		 * resident, so the budget is an upper bound on what leaves.
 		 */
-		if (pt_proc_anon_ranges(pids[i], budget - done, pr))
+		if (pt_proc_anon_ranges(pids[i], a->budget - done, pr))
 			continue;	/* exited meanwhile */
 		got = pt_proc_advise(pr, MADV_PAGEOUT);
 		if (got < 0) {
@@ -130,41 +151,177 @@ int pt_context_offload(struct pt_context *ctx)
 			continue;
 		}
 		done += (uint64_t)got;
-		if (ctx->policy.prefetch)
-			ctx->n_wake_set++;
+		if (a->keep_wake_set)
+			a->n_set++;
 		else
 			pt_proc_ranges_free(pr);
 	}
 	free(pids);
-	ctx->n_offloads++;
-	ctx->offload_requested = done;
-	ctx->last_offload_ms = pt_now_ms() - t0;
-	pt_info("%s: idle: paged out %llu MiB of anonymous memory (%d processes, %llu ms)",
-		ctx->policy.name, (unsigned long long)(done >> 20), n,
-		(unsigned long long)ctx->last_offload_ms);
-	return rc;
+	a->n_procs = n;
+	a->bytes = (int64_t)done;
+	a->ms = pt_now_ms() - t0;
 }
 
-int pt_context_prefetch(struct pt_context *ctx)
+/* Worker thread: bring the wake set back into the swap cache. */
+static void run_prefetch(struct pt_job *job)
 {
-	uint64_t done = 0;
+	struct pt_action *a = (struct pt_action *)job;
+	uint64_t t0 = pt_now_ms();
 
-	ctx->n_wakes++;
-	if (!ctx->policy.prefetch || !ctx->n_wake_set) {
-		ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
-		return 0;
-	}
-	for (int i = 0; i < ctx->n_wake_set; i++) {
-		int64_t got = pt_proc_advise(&ctx->wake_set[i], MADV_WILLNEED);
+	for (int i = 0; i < a->n_set; i++) {
+		int64_t got = pt_proc_advise(&a->set[i], MADV_WILLNEED);
 
 		if (got > 0)
-			done += (uint64_t)got;
+			a->bytes += got;
 	}
-	ctx->prefetch_requested = done;
-	ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
-	pt_info("%s: wake: prefetch of %llu MiB issued %llu ms after wake was seen",
-		ctx->policy.name, (unsigned long long)(done >> 20),
-		(unsigned long long)ctx->last_wake_ms);
+	a->ms = pt_now_ms() - t0;
+}
+
+/* Worker thread: memory.reclaim down to the floor (a->budget). */
+static void run_settle(struct pt_job *job)
+{
+	struct pt_action *a = (struct pt_action *)job;
+	uint64_t before, t0 = pt_now_ms();
+	char amount[32];
+
+	a->rc = pt_cgroup_read_u64(a->dir, "memory.current", &before);
+	if (a->rc)
+		return;
+	a->resident_after = before;
+	if (before <= a->budget + PT_SETTLE_SLACK)
+		return;
+	snprintf(amount, sizeof(amount), "%llu", (unsigned long long)(before - a->budget));
+	/*
+	 * -EAGAIN means the kernel reclaimed less than asked (pages still under write-back,
+	 * or unreclaimable): the next pass retries.
+	 */
+	a->rc = pt_cgroup_write(a->dir, "memory.reclaim", amount);
+	if (a->rc == -EAGAIN)
+		a->rc = 0;
+	if (!pt_cgroup_read_u64(a->dir, "memory.current", &a->resident_after) &&
+	    a->resident_after < before)
+		a->bytes = (int64_t)(before - a->resident_after);
+	a->ms = pt_now_ms() - t0;
+}
+
+struct pt_action *pt_context_offload(struct pt_context *ctx)
+{
+	uint64_t budget;
+	struct pt_action *a;
+
+	if (ctx->policy.class == PT_CLASS_CRITICAL || ctx->busy)
+		return NULL;
+	ctx->anon_at_idle = ctx->sample.anon;
+	budget = ctx->sample.anon > ctx->policy.resident_floor_bytes ?
+		 ctx->sample.anon - ctx->policy.resident_floor_bytes : 0;
+	if (ctx->policy.offload_cap_bytes && budget > ctx->policy.offload_cap_bytes)
+		budget = ctx->policy.offload_cap_bytes;
+	if (!budget)
+		return NULL;
+	a = new_action(ctx, PT_JOB_OFFLOAD, run_offload);
+	if (a) {
+		a->budget = budget;
+		a->keep_wake_set = ctx->policy.prefetch;
+	}
+	return a;
+}
+
+struct pt_action *pt_context_prefetch(struct pt_context *ctx)
+{
+	struct pt_action *a;
+
+	if (ctx->busy) {
+		ctx->wake_pending = true;
+		return NULL;
+	}
+	ctx->n_wakes++;
+	ctx->settle_passes = 0;
+	if (!ctx->policy.prefetch || !ctx->n_wake_set) {
+		ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
+		pt_idle_wake_done(&ctx->idle);
+		return NULL;
+	}
+	a = new_action(ctx, PT_JOB_PREFETCH, run_prefetch);
+	if (!a)
+		return NULL;
+	/* The wake set moves to the job: one prefetch per idle period. */
+	a->set = ctx->wake_set;
+	a->n_set = ctx->n_wake_set;
+	ctx->wake_set = NULL;
+	ctx->n_wake_set = 0;
+	return a;
+}
+
+struct pt_action *pt_context_settle(struct pt_context *ctx)
+{
+	struct pt_action *a;
+
+	if (ctx->settle_passes <= 0 || ctx->busy || ctx->policy.class == PT_CLASS_CRITICAL)
+		return NULL;
+	ctx->settle_passes--;
+	a = new_action(ctx, PT_JOB_SETTLE, run_settle);
+	if (a)
+		a->budget = ctx->policy.resident_floor_bytes;
+	return a;
+}
+
+static void apply_offload(struct pt_context *ctx, struct pt_action *a)
+{
 	drop_wake_set(ctx);
-	return 0;
+	ctx->wake_set = a->set;
+	ctx->n_wake_set = a->n_set;
+	a->set = NULL;
+	a->n_set = 0;
+	ctx->n_offloads++;
+	ctx->offload_requested = (uint64_t)a->bytes;
+	ctx->last_offload_ms = a->ms;
+	ctx->reclaimed = 0;
+	ctx->settle_passes = PT_SETTLE_PASSES;
+	pt_info("%s: idle: paged out %llu MiB of anonymous memory (%d processes, %llu ms)",
+		ctx->policy.name, (unsigned long long)(a->bytes >> 20), a->n_procs,
+		(unsigned long long)a->ms);
+}
+
+static void apply_prefetch(struct pt_context *ctx, struct pt_action *a)
+{
+	ctx->prefetch_requested = (uint64_t)a->bytes;
+	ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
+	pt_idle_wake_done(&ctx->idle);
+	pt_info("%s: wake: prefetched %llu MiB (MADV_WILLNEED, %llu ms), %llu ms after the wake was seen",
+		ctx->policy.name, (unsigned long long)(a->bytes >> 20), (unsigned long long)a->ms,
+		(unsigned long long)ctx->last_wake_ms);
+}
+
+static void apply_settle(struct pt_context *ctx, struct pt_action *a)
+{
+	if (a->rc) {
+		pt_warn("%s: memory.reclaim failed: %s", ctx->policy.name, strerror(-a->rc));
+		ctx->settle_passes = 0;
+		return;
+	}
+	ctx->reclaimed += (uint64_t)a->bytes;
+	ctx->sample.memory_current = a->resident_after;
+	if (a->resident_after <= ctx->policy.resident_floor_bytes + PT_SETTLE_SLACK)
+		ctx->settle_passes = 0;
+	if (!ctx->settle_passes)
+		pt_info("%s: idle: resident %llu MiB after dropping %llu MiB of written-back memory",
+			ctx->policy.name, (unsigned long long)(a->resident_after >> 20),
+			(unsigned long long)(ctx->reclaimed >> 20));
+}
+
+void pt_context_apply(struct pt_context *ctx, struct pt_action *a)
+{
+	if (ctx) {
+		ctx->busy = false;
+		if (a->kind == PT_JOB_OFFLOAD && a->rc)
+			pt_warn("%s: offload failed: %s", ctx->policy.name, strerror(-a->rc));
+		else if (a->kind == PT_JOB_OFFLOAD)
+			apply_offload(ctx, a);
+		else if (a->kind == PT_JOB_PREFETCH)
+			apply_prefetch(ctx, a);
+		else
+			apply_settle(ctx, a);
+	}
+	free_set(a->set, a->n_set);
+	free(a);
 }

@@ -14,6 +14,32 @@
 #include "cgroup.h"
 #include "config.h"
 #include "idle.h"
+#include "worker.h"
+
+enum pt_job_kind { PT_JOB_OFFLOAD, PT_JOB_PREFETCH, PT_JOB_SETTLE };
+
+/*
+ * One blocking action on a context, run by the worker pool. It carries copies of what it
+ * needs (the context may vanish meanwhile) and its results, which the loop applies to the
+ * context, found again by cgroup id, with pt_context_apply().
+ */
+struct pt_action {
+	struct pt_job job;
+	enum pt_job_kind kind;
+	uint64_t cgroup_id;
+	char name[PT_NAME_MAX];
+	char dir[PATH_MAX];
+	uint64_t budget;		/* offload: bytes at most; settle: resident floor */
+	bool keep_wake_set;
+	struct pt_proc_ranges *set;	/* offload: out; prefetch: in */
+	int n_set;
+	/* results */
+	int64_t bytes;			/* advised (offload, prefetch) or reclaimed (settle) */
+	int n_procs;
+	int rc;
+	uint64_t ms;
+	uint64_t resident_after;	/* settle */
+};
 
 struct pt_context {
 	struct pt_policy policy;	/* a copy: config reloads replace the original */
@@ -24,6 +50,8 @@ struct pt_context {
 	struct pt_cgroup_sample sample;
 	uint64_t tier_pages;		/* pages on pagetier.ko tiers, if loaded */
 	bool seen;			/* found in the latest cgroup walk */
+	bool busy;			/* an action is in flight */
+	bool wake_pending;		/* woke while busy: prefetch when the action ends */
 
 	/* Wake set: what was offloaded at idle, prefetched back on wake. */
 	struct pt_proc_ranges *wake_set;
@@ -33,6 +61,9 @@ struct pt_context {
 	char saved_memory_low[32];
 	bool memory_low_set;
 
+	/* Reclaim passes left to drop the written-back swap cache after an offload. */
+	int settle_passes;
+
 	/* Counters. */
 	uint64_t n_offloads;
 	uint64_t n_wakes;
@@ -40,18 +71,29 @@ struct pt_context {
 	uint64_t offload_requested;	/* bytes advised MADV_PAGEOUT, last idle */
 	uint64_t prefetch_requested;	/* bytes advised MADV_WILLNEED, last wake */
 	uint64_t last_offload_ms;	/* how long the last offload call took */
-	uint64_t last_wake_ms;		/* wake detected -> prefetch issued */
+	uint64_t last_wake_ms;		/* wake detected -> prefetch done */
+	uint64_t reclaimed;		/* bytes dropped by memory.reclaim, last idle */
 };
 
 void pt_context_init(struct pt_context *ctx, const struct pt_policy *policy,
 		     const char *cgroup_root, const char *relpath, uint64_t id, uint64_t now_ms);
 void pt_context_release(struct pt_context *ctx);
-/* Pages out the context's anonymous memory down to its floor; records the wake set. */
-int pt_context_offload(struct pt_context *ctx);
-/* Brings the wake set back into memory (MADV_WILLNEED), hottest first. */
-int pt_context_prefetch(struct pt_context *ctx);
 /* Applies class-specific protection (memory.low for critical containers). */
 void pt_context_protect(struct pt_context *ctx);
+
+/*
+ * Actions. Each returns a job to submit to the worker pool, or NULL when there is nothing
+ * to do; the context is busy until pt_context_apply() gets the job back.
+ *  - offload: page out the anonymous memory down to the floor, record the wake set;
+ *  - prefetch: bring the wake set back (MADV_WILLNEED);
+ *  - settle: after an offload, drop what MADV_PAGEOUT left behind (pages in the swap
+ *    cache once written back, shared pages it skips) with memory.reclaim, to the floor.
+ */
+struct pt_action *pt_context_offload(struct pt_context *ctx);
+struct pt_action *pt_context_prefetch(struct pt_context *ctx);
+struct pt_action *pt_context_settle(struct pt_context *ctx);
+/* Records a finished action's results in @ctx (NULL: the context is gone); frees @a. */
+void pt_context_apply(struct pt_context *ctx, struct pt_action *a);
 
 uint64_t pt_now_ms(void);
 

@@ -27,6 +27,10 @@
 #include "kmod_client.h"
 #include "log.h"
 #include "status.h"
+#include "worker.h"
+
+/* Threads for blocking actions: enough to wake two containers at once on a small host. */
+#define PT_WORKER_THREADS 2
 
 struct pt_daemon {
 	struct pt_config cfg;
@@ -36,6 +40,7 @@ struct pt_daemon {
 	size_t cap_ctxs;
 	int kmod_fd;
 	int epfd, tfd, sfd, lfd;
+	struct pt_workers workers;
 	char sock_path[PATH_MAX];
 	bool running;
 };
@@ -101,6 +106,39 @@ static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
 	pt_context_protect(ctx);
 }
 
+static struct pt_context *find_ctx_by_id(struct pt_daemon *d, uint64_t id)
+{
+	for (size_t i = 0; i < d->n_ctxs; i++)
+		if (d->ctxs[i].cgroup_id == id)
+			return &d->ctxs[i];
+	return NULL;
+}
+
+static void action_done(struct pt_job *job, void *arg);
+
+static void submit(struct pt_daemon *d, struct pt_action *a)
+{
+	if (!a)
+		return;
+	a->job.done = action_done;
+	pt_workers_submit(&d->workers, &a->job);
+}
+
+/* Loop thread: a finished action goes back to its context, if that still exists. */
+static void action_done(struct pt_job *job, void *arg)
+{
+	struct pt_daemon *d = arg;
+	struct pt_action *a = (struct pt_action *)job;
+	struct pt_context *ctx = d ? find_ctx_by_id(d, a->cgroup_id) : NULL;
+
+	pt_context_apply(ctx, a);
+	if (ctx && ctx->wake_pending) {
+		/* It woke while the action ran: prefetch now. */
+		ctx->wake_pending = false;
+		submit(d, pt_context_prefetch(ctx));
+	}
+}
+
 static void drop_ctx(struct pt_daemon *d, size_t i, const char *why)
 {
 	pt_info("%s: no longer tracking %s (%s)", d->ctxs[i].policy.name, d->ctxs[i].relpath, why);
@@ -140,10 +178,11 @@ static void tick(struct pt_daemon *d)
 		if (ev == PT_EV_WENT_IDLE) {
 			pt_info("%s: idle for %llu ms", ctx->policy.name,
 				(unsigned long long)ctx->policy.idle_threshold_ms);
-			pt_context_offload(ctx);
+			submit(d, pt_context_offload(ctx));
 		} else if (ev == PT_EV_WOKE) {
-			pt_context_prefetch(ctx);
-			pt_idle_wake_done(&ctx->idle);
+			submit(d, pt_context_prefetch(ctx));
+		} else if (ctx->idle.state == PT_STATE_IDLE) {
+			submit(d, pt_context_settle(ctx));
 		}
 	}
 }
@@ -191,12 +230,14 @@ static void ctl_reply(struct pt_daemon *d, int cfd, char *req)
 				if (strcmp(ctx->policy.name, name))
 					continue;
 				hits++;
-				ctx->idle.woke_at_ms = pt_now_ms();
-				pt_idle_poke(&ctx->idle, ctx->idle.woke_at_ms);
-				pt_context_prefetch(ctx);
-				pt_idle_wake_done(&ctx->idle);
-				fprintf(out, "%s: prefetched %llu bytes\n", ctx->relpath,
-					(unsigned long long)ctx->prefetch_requested);
+				if (pt_idle_poke(&ctx->idle, pt_now_ms()) != PT_EV_WOKE) {
+					fprintf(out, "%s: not idle (%s): nothing to prefetch\n",
+						ctx->relpath, pt_state_name(ctx->idle.state));
+					continue;
+				}
+				fprintf(out, "%s: prefetch of %llu ranges started\n", ctx->relpath,
+					(unsigned long long)ctx->n_wake_set);
+				submit(d, pt_context_prefetch(ctx));
 			}
 			if (!hits)
 				fprintf(out, "error: no running container named '%s' (see: pagetierctl containers)\n",
@@ -294,18 +335,21 @@ static void report_backend(struct pt_daemon *d)
 		pt_warn("no swap device is active (/proc/swaps is empty): offload cannot move anything; swapon a pagetier tier or another swap device");
 }
 
+static void daemon_signals(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGHUP);
+}
+
 static int setup_loop(struct pt_daemon *d)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct itimerspec its = { 0 };
 	sigset_t mask;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	daemon_signals(&mask);
 	d->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -322,6 +366,8 @@ static int setup_loop(struct pt_daemon *d)
 	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->tfd, &ev);
 	ev.data.fd = d->lfd;
 	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->lfd, &ev);
+	ev.data.fd = d->workers.efd;
+	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->workers.efd, &ev);
 	return 0;
 }
 
@@ -382,6 +428,7 @@ int main(int argc, char **argv)
 	bool check_only = false, lock = true;
 	char err[PT_ERRBUF_MAX];
 	enum pt_log_level lvl;
+	sigset_t sigs;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "c:Cl:Mh", opts, NULL)) != -1) {
@@ -436,7 +483,16 @@ int main(int argc, char **argv)
 		pt_warn("mlockall failed (%s): the daemon may be paged out under pressure",
 			strerror(errno));
 	report_backend(&d);
+	/*
+	 * Signals are read from a signalfd by the loop: block them before any worker thread
+	 * exists, so that threads inherit the mask and no signal is delivered to a worker.
+	 */
+	daemon_signals(&sigs);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	rc = ctl_listen(&d);
+	if (!rc)
+		rc = pt_workers_start(&d.workers, PT_WORKER_THREADS);
 	if (!rc)
 		rc = setup_loop(&d);
 	if (rc) {
@@ -467,11 +523,15 @@ int main(int argc, char **argv)
 					tick(&d);
 			} else if (fd == d.lfd) {
 				ctl_accept(&d);
+			} else if (fd == d.workers.efd) {
+				pt_workers_reap(&d.workers, &d);
 			}
 		}
 	}
 	pt_info("pagetierd stopping: %zu contexts released; offloaded memory stays in swap and returns on demand",
 		d.n_ctxs);
+	/* Actions in flight finish (an interrupted MADV_PAGEOUT is harmless, but wait). */
+	pt_workers_stop(&d.workers, &d);
 	for (size_t i = 0; i < d.n_ctxs; i++)
 		pt_context_release(&d.ctxs[i]);
 	free(d.ctxs);

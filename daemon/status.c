@@ -79,11 +79,13 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			",\"swapped_bytes\":%" PRIu64 ",\"tier_bytes\":%" PRIu64
 			",\"anon_at_idle_bytes\":%" PRIu64 ",\"offloads\":%" PRIu64
 			",\"offload_requested_bytes\":%" PRIu64 ",\"wakes\":%" PRIu64
-			",\"prefetch_requested_bytes\":%" PRIu64 ",\"last_wake_ms\":%" PRIu64 "}",
+			",\"prefetch_requested_bytes\":%" PRIu64 ",\"last_wake_ms\":%" PRIu64
+			",\"reclaimed_bytes\":%" PRIu64 "}",
 			c->cgroup_id, pt_class_name(c->policy.class), pt_state_name(c->idle.state),
 			c->sample.memory_current, c->sample.anon, c->sample.swap_current,
 			c->tier_pages * (uint64_t)4096, c->anon_at_idle, c->n_offloads,
-			c->offload_requested, c->n_wakes, c->prefetch_requested, c->last_wake_ms);
+			c->offload_requested, c->n_wakes, c->prefetch_requested, c->last_wake_ms,
+			c->reclaimed);
 	}
 	fprintf(out, "]}\n");
 }

@@ -21,7 +21,7 @@ PKGS=(
 	bpftool libbpf-dev
 	liburing-dev libnvme-dev libinih-dev libcmocka-dev
 	qemu-system-x86 qemu-utils crun
-	kmod cpio busybox-static iproute2 procps util-linux file xz-utils bc
+	kmod cpio busybox-static iproute2 procps util-linux mount e2fsprogs file xz-utils bc
 )
 
 newest_kernel() { # $1 = regex over package names; prints the highest version

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "worker.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+static void *worker_main(void *arg)
+{
+	struct pt_workers *w = arg;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		struct pt_job *job;
+
+		while (!w->todo_head && !w->stopping)
+			pthread_cond_wait(&w->cond, &w->lock);
+		job = w->todo_head;
+		if (!job)
+			break;	/* stopping and nothing left to do */
+		w->todo_head = job->next;
+		if (!w->todo_head)
+			w->todo_tail = NULL;
+		pthread_mutex_unlock(&w->lock);
+
+		job->run(job);
+
+		pthread_mutex_lock(&w->lock);
+		job->next = NULL;
+		if (w->done_tail)
+			w->done_tail->next = job;
+		else
+			w->done_head = job;
+		w->done_tail = job;
+		if (write(w->efd, &one, sizeof(one)) < 0) {
+			/* eventfd counter saturated: a wake-up is pending anyway */
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+int pt_workers_start(struct pt_workers *w, int n_threads)
+{
+	memset(w, 0, sizeof(*w));
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->efd < 0)
+		return -errno;
+	w->threads = calloc((size_t)n_threads, sizeof(*w->threads));
+	if (!w->threads) {
+		close(w->efd);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n_threads; i++) {
+		int rc = pthread_create(&w->threads[i], NULL, worker_main, w);
+
+		if (rc) {
+			pt_workers_stop(w, NULL);
+			return -rc;
+		}
+		w->n_threads++;
+	}
+	return 0;
+}
+
+void pt_workers_submit(struct pt_workers *w, struct pt_job *job)
+{
+	pthread_mutex_lock(&w->lock);
+	job->next = NULL;
+	if (w->todo_tail)
+		w->todo_tail->next = job;
+	else
+		w->todo_head = job;
+	w->todo_tail = job;
+	w->in_flight++;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void pt_workers_reap(struct pt_workers *w, void *arg)
+{
+	struct pt_job *list, *next;
+	uint64_t count;
+
+	if (read(w->efd, &count, sizeof(count)) < 0) {
+		/* EAGAIN: nothing signalled, but a list may still be non-empty */
+	}
+	pthread_mutex_lock(&w->lock);
+	list = w->done_head;
+	w->done_head = w->done_tail = NULL;
+	pthread_mutex_unlock(&w->lock);
+	for (; list; list = next) {
+		next = list->next;
+		w->in_flight--;
+		list->done(list, arg);
+	}
+}
+
+void pt_workers_stop(struct pt_workers *w, void *arg)
+{
+	pthread_mutex_lock(&w->lock);
+	w->stopping = true;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	for (int i = 0; i < w->n_threads; i++)
+		pthread_join(w->threads[i], NULL);
+	pt_workers_reap(w, arg);
+	free(w->threads);
+	w->threads = NULL;
+	if (w->efd >= 0)
+		close(w->efd);
+	w->efd = -1;
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+}

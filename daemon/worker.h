@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A small pool of threads for the daemon's blocking calls (process_madvise, which waits for
+ * swap-in reads, and memory.reclaim, which waits for reclaim). The event loop stays
+ * single-threaded and responsive: it submits jobs and, when the pool's eventfd is readable,
+ * runs each finished job's completion in its own thread. A job's run() touches only the
+ * job's own data, never the daemon's state.
+ */
+#ifndef PAGETIER_WORKER_H
+#define PAGETIER_WORKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+struct pt_job {
+	void (*run)(struct pt_job *job);		/* in a worker thread */
+	void (*done)(struct pt_job *job, void *arg);	/* in the loop thread; frees job */
+	struct pt_job *next;
+};
+
+struct pt_workers {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct pt_job *todo_head, *todo_tail;
+	struct pt_job *done_head, *done_tail;
+	pthread_t *threads;
+	int n_threads;
+	int efd;			/* readable when jobs have finished */
+	unsigned int in_flight;		/* submitted and not yet reaped */
+	bool stopping;
+};
+
+int pt_workers_start(struct pt_workers *w, int n_threads);
+void pt_workers_submit(struct pt_workers *w, struct pt_job *job);
+/* Runs done() of every finished job, in submission order per thread. */
+void pt_workers_reap(struct pt_workers *w, void *arg);
+/* Lets queued and running jobs finish, reaps them, and joins the threads. */
+void pt_workers_stop(struct pt_workers *w, void *arg);
+
+#endif

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The worker pool: jobs run off the loop thread, completions run on it, stop drains. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <poll.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+struct test_job {
+	struct pt_job job;
+	int value;
+	pthread_t ran_on;
+	int *completed;
+};
+
+static void run_square(struct pt_job *job)
+{
+	struct test_job *t = (struct test_job *)job;
+
+	t->ran_on = pthread_self();
+	usleep(1000);
+	t->value *= t->value;
+}
+
+static void done_check(struct pt_job *job, void *arg)
+{
+	struct test_job *t = (struct test_job *)job;
+	int *sum = arg;
+
+	/* Completions run in the thread that reaps, never in a worker. */
+	assert_false(pthread_equal(t->ran_on, pthread_self()));
+	*sum += t->value;
+	(*t->completed)++;
+	free(t);
+}
+
+static struct test_job *new_job(int v, int *completed)
+{
+	struct test_job *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	t->job.run = run_square;
+	t->job.done = done_check;
+	t->value = v;
+	t->completed = completed;
+	return t;
+}
+
+static void test_jobs_complete_on_reaper(void **state)
+{
+	struct pt_workers w;
+	int sum = 0, completed = 0;
+
+	(void)state;
+	assert_int_equal(pt_workers_start(&w, 2), 0);
+	for (int i = 1; i <= 20; i++)
+		pt_workers_submit(&w, &new_job(i, &completed)->job);
+	while (completed < 20) {
+		struct pollfd p = { .fd = w.efd, .events = POLLIN };
+
+		assert_true(poll(&p, 1, 5000) == 1);	/* the eventfd signals completions */
+		pt_workers_reap(&w, &sum);
+	}
+	assert_int_equal(sum, 20 * 21 * 41 / 6);	/* sum of squares */
+	assert_int_equal(w.in_flight, 0);
+	pt_workers_stop(&w, &sum);
+}
+
+static void test_stop_drains_queue(void **state)
+{
+	struct pt_workers w;
+	int sum = 0, completed = 0;
+
+	(void)state;
+	assert_int_equal(pt_workers_start(&w, 1), 0);
+	for (int i = 0; i < 10; i++)
+		pt_workers_submit(&w, &new_job(2, &completed)->job);
+	pt_workers_stop(&w, &sum);	/* runs what was queued, then reaps it */
+	assert_int_equal(completed, 10);
+	assert_int_equal(sum, 40);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_jobs_complete_on_reaper),
+		cmocka_unit_test(test_stop_drains_queue),
+	};
+
+	return cmocka_run_group_tests_name("worker", tests, NULL, NULL);
+}

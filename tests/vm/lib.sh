@@ -1,0 +1,37 @@
+# shellcheck shell=bash
+# The VM launcher shared by run-suite.sh, demo.sh and the benchmarks: boots a Debian kernel
+# under QEMU (TCG: a KVM guest hangs on these machines) with the host's userspace through
+# virtme-ng, an emulated NVMe drive backed by a fresh sparse file, and a read-write results
+# directory. Everything else the guest sees of the host is read-only.
+
+PT_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PT_VM_MEM=${PT_VM_MEM:-2G}
+PT_VM_CPUS=${PT_VM_CPUS:-2}
+PT_VM_NVME_SIZE=${PT_VM_NVME_SIZE:-4G}
+PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-900}
+export PATH="$PT_TOP/.venv/bin:$PATH"
+
+pt_die() { printf 'vm: error: %s\n' "$*" >&2; exit 1; }
+
+# pt_vm_run KERNEL_VERSION OUT_DIR GUEST_COMMAND [EXTRA_QEMU_OPTS]
+# Runs GUEST_COMMAND in the guest with $PT_OUT=OUT_DIR; the console goes to
+# OUT_DIR/console.log and to stdout. Returns vng's exit status (124 on timeout).
+pt_vm_run() {
+	local kv=$1 out=$2 cmd=$3 extra=${4:-}
+	local vmlinuz=/boot/vmlinuz-$kv img="$out/nvme.img"
+
+	[ -x "$PT_TOP/.venv/bin/vng" ] || pt_die "virtme-ng missing (.venv/bin/vng): run make deps"
+	[ -f "$vmlinuz" ] || pt_die "kernel image $vmlinuz missing: run make deps"
+	[ -f "$PT_TOP/build/kmod/$kv/pagetier.ko" ] ||
+		pt_die "pagetier.ko for $kv not built (build/kmod/$kv): run make"
+	rm -rf "$out" && mkdir -p "$out"
+	truncate -s "$PT_VM_NVME_SIZE" "$img"
+	timeout --foreground -k 10 "$PT_VM_TIMEOUT" \
+		vng --run "$vmlinuz" --disable-kvm --memory "$PT_VM_MEM" --cpus "$PT_VM_CPUS" \
+		--cwd "$PT_TOP" --rwdir "$out" \
+		--qemu-opts="-drive file=$img,if=none,id=nv0,format=raw,cache=none,aio=threads -device nvme,serial=pagetier-nvme,drive=nv0 $extra" \
+		--exec "PT_OUT=$out PT_TOP=$PT_TOP $cmd" </dev/null 2>&1 | tee "$out/console.log"
+	local rc=${PIPESTATUS[0]}
+	rm -f "$img"
+	return "$rc"
+}

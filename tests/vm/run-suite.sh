@@ -1,0 +1,54 @@
+#!/bin/bash
+# make test's VM half: for each kernel, boot a VM with an emulated NVMe drive, run
+# guest-suite.sh inside, collect the TAP and print a summary. Any failure, any skip, a guest
+# that does not boot or a module that does not load fails the run, with the reason.
+#
+#   tests/vm/run-suite.sh KERNEL_VERSION...
+set -u
+. "$(dirname "$0")/lib.sh"
+[ $# -gt 0 ] || pt_die "no kernels given (make deps records them in build/kernels.txt)"
+
+declare -A RUN PASS FAIL SKIP WHY
+total_pass=0 total_fail=0
+for kv in "$@"; do
+	out=$PT_TOP/build/vm/$kv
+	echo "==== VM suite on Linux $kv (QEMU TCG, emulated NVMe) ===="
+	start=$(date +%s)
+	pt_vm_run "$kv" "$out" "tests/vm/guest-suite.sh"
+	vrc=$?
+	p=0 f=0 s=0
+	for tap in "$out"/*.tap; do
+		[ -f "$tap" ] || continue
+		p=$((p + $(grep -cE '^ok [0-9]+' "$tap" | head -1)))
+		f=$((f + $(grep -cE '^not ok [0-9]+' "$tap" | head -1)))
+		s=$((s + $(grep -ciE '^(not )?ok [0-9]+.*# SKIP' "$tap" | head -1)))
+		grep -q '^Bail out!' "$tap" && { f=$((f + 1)); WHY[$kv]+="$(grep -m1 '^Bail out!' "$tap"); "; }
+	done
+	p=$((p - s))
+	if [ ! -f "$out/guest.rc" ]; then
+		f=$((f + 1))
+		if [ "$vrc" = 124 ]; then
+			WHY[$kv]+="guest timed out after ${PT_VM_TIMEOUT}s (hang or panic); "
+		else
+			WHY[$kv]+="guest did not finish (exit $vrc): boot failure or kernel crash; "
+		fi
+		WHY[$kv]+="console: $out/console.log"
+		echo "---- last console lines ----"; tail -25 "$out/console.log"
+	elif [ "$(cat "$out/guest.rc")" != 0 ] && [ "$f" = 0 ]; then
+		f=1; WHY[$kv]+="guest suite exited non-zero; "
+	fi
+	[ "$s" -gt 0 ] && WHY[$kv]+="$s skipped: a skip in the VM suite is a failure; "
+	RUN[$kv]=$((p + f + s)) PASS[$kv]=$p FAIL[$kv]=$f SKIP[$kv]=$s
+	total_pass=$((total_pass + p)); total_fail=$((total_fail + f + s))
+	echo "==== Linux $kv: ${RUN[$kv]} run, $p passed, $f failed, $s skipped ($(( $(date +%s) - start )) s)"
+done
+
+echo
+echo "VM suite summary"
+printf '  %-28s %5s %7s %7s %8s\n' kernel run passed failed skipped
+for kv in "$@"; do
+	printf '  %-28s %5s %7s %7s %8s\n' "$kv" "${RUN[$kv]}" "${PASS[$kv]}" "${FAIL[$kv]}" "${SKIP[$kv]}"
+	[ -n "${WHY[$kv]:-}" ] && printf '    FAILED: %s\n' "${WHY[$kv]}"
+done
+echo "vm: $total_pass passed, $total_fail failed"
+[ "$total_fail" = 0 ]
