@@ -14,6 +14,7 @@
 #ifndef _UAPI_LINUX_PAGETIER_H
 #define _UAPI_LINUX_PAGETIER_H
 
+#include <linux/const.h>
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
@@ -30,8 +31,8 @@ struct pagetier_version {
 	__u64 features;		/* out: PAGETIER_FEAT_* */
 };
 
-#define PAGETIER_FEAT_TIER		(1ULL << 0)
-#define PAGETIER_FEAT_CGROUP_STATS	(1ULL << 1)
+#define PAGETIER_FEAT_TIER		_BITULL(0)
+#define PAGETIER_FEAT_CGROUP_STATS	_BITULL(1)
 
 /*
  * PAGETIER_IOC_TIER_CREATE: create /dev/pagetier<tier_id> over a backing block device,
@@ -81,9 +82,13 @@ struct pagetier_cgroup_stats {
 	__u32 reserved;		/* must be 0 */
 };
 
-#define PAGETIER_IOC_VERSION		_IOR(PAGETIER_IOC_MAGIC, 0x00, struct pagetier_version)
-#define PAGETIER_IOC_TIER_CREATE	_IOWR(PAGETIER_IOC_MAGIC, 0x01, struct pagetier_tier_create)
-#define PAGETIER_IOC_TIER_DESTROY	_IOW(PAGETIER_IOC_MAGIC, 0x02, struct pagetier_tier_destroy)
-#define PAGETIER_IOC_CGROUP_STATS	_IOWR(PAGETIER_IOC_MAGIC, 0x03, struct pagetier_cgroup_stats)
+#define PAGETIER_IOC_VERSION \
+	_IOR(PAGETIER_IOC_MAGIC, 0x00, struct pagetier_version)
+#define PAGETIER_IOC_TIER_CREATE \
+	_IOWR(PAGETIER_IOC_MAGIC, 0x01, struct pagetier_tier_create)
+#define PAGETIER_IOC_TIER_DESTROY \
+	_IOW(PAGETIER_IOC_MAGIC, 0x02, struct pagetier_tier_destroy)
+#define PAGETIER_IOC_CGROUP_STATS \
+	_IOWR(PAGETIER_IOC_MAGIC, 0x03, struct pagetier_cgroup_stats)
 
 #endif /* _UAPI_LINUX_PAGETIER_H */

@@ -17,9 +17,13 @@ if ! insmod "$ko" 2>"$out/insmod.err"; then
 	exit 1
 fi
 
-echo "== kselftest: tier_test"
-PAGETIER_TEST_BACKING=/dev/nvme0n1 "$top/build/kselftest/tier_test" 2>&1 | tee "$out/kselftest.tap"
-[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+# Every kselftest binary, each in its own TAP file (they clean up after themselves).
+for t in "$top"/build/kselftest/*_test; do
+	name=$(basename "$t")
+	echo "== kselftest: $name"
+	PAGETIER_TEST_BACKING=/dev/nvme0n1 "$t" 2>&1 | tee "$out/kselftest-$name.tap"
+	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+done
 
 echo "== e2e: idle_wake"
 python3 "$top/tests/e2e/idle_wake.py" 2>&1 | tee "$out/e2e.tap"
