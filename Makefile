@@ -18,14 +18,18 @@ CFLAGS     ?= -O2 -g
 USER_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ikmod/uapi -Idaemon $(CFLAGS)
 SAN        := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-DAEMON_LIB_SRC := daemon/log.c daemon/config.c daemon/cgroup.c daemon/idle.c daemon/maps.c \
-                  daemon/actuator.c daemon/context.c daemon/status.c daemon/kmod_client.c \
-                  daemon/worker.c
-DAEMON_HDR     := $(wildcard daemon/*.h) kmod/uapi/pagetier.h
+# Every daemon source but the two programs' mains and the BPF loader (which needs the
+# generated skeleton) is library code, archived twice: plain and sanitized for unit tests.
+DAEMON_MAIN_SRC := daemon/pagetierd.c daemon/pagetierctl.c daemon/bpf_loader.c
+DAEMON_LIB_SRC  := $(filter-out $(DAEMON_MAIN_SRC),$(wildcard daemon/*.c))
+DAEMON_HDR      := $(wildcard daemon/*.h) kmod/uapi/pagetier.h
+LIBPTD          := $(B)/obj/libptd.a
+LIBPTD_SAN      := $(B)/obj-san/libptd.a
+USER_LIBS       := -linih -lpthread
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all deps kmod daemon tools kselftest test unit vm-test demo lint clean help
-all: kmod daemon tools kselftest
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit vm-test demo lint clean help
+all: kmod bpf libpreload daemon tools kselftest
 
 help:
 	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
@@ -51,13 +55,38 @@ kmod: $(B)/kernels.txt
 # --- userspace -------------------------------------------------------------------------
 daemon: $(B)/bin/pagetierd $(B)/bin/pagetierctl
 
-$(B)/bin/pagetierd: daemon/pagetierd.c $(DAEMON_LIB_SRC) $(DAEMON_HDR)
+$(B)/obj/%.o: daemon/%.c $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@"
-	@$(CC) $(USER_CFLAGS) -o $@ daemon/pagetierd.c $(DAEMON_LIB_SRC) -linih -lpthread
+	@$(CC) $(USER_CFLAGS) -c -o $@ $<
 
-$(B)/bin/pagetierctl: daemon/pagetierctl.c $(DAEMON_LIB_SRC) $(DAEMON_HDR)
+$(B)/obj-san/%.o: daemon/%.c $(DAEMON_HDR)
+	@mkdir -p $(@D); echo "  CC    $@ (asan,ubsan)"
+	@$(CC) $(USER_CFLAGS) $(SAN) -c -o $@ $<
+
+$(LIBPTD): $(patsubst daemon/%.c,$(B)/obj/%.o,$(DAEMON_LIB_SRC))
+	@rm -f $@; ar rcs $@ $^
+
+$(LIBPTD_SAN): $(patsubst daemon/%.c,$(B)/obj-san/%.o,$(DAEMON_LIB_SRC))
+	@rm -f $@; ar rcs $@ $^
+
+# pagetierd embeds the BPF programs as a libbpf skeleton.
+$(B)/bin/pagetierd: daemon/pagetierd.c daemon/bpf_loader.c $(B)/bpf/pagetier.skel.h $(LIBPTD) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@"
-	@$(CC) $(USER_CFLAGS) -o $@ daemon/pagetierctl.c $(DAEMON_LIB_SRC) -linih -lpthread
+	@$(CC) $(USER_CFLAGS) -Ibpf -I$(B)/bpf -o $@ daemon/pagetierd.c daemon/bpf_loader.c \
+		$(LIBPTD) -lbpf -lelf -lz $(USER_LIBS)
+
+$(B)/bin/pagetierctl: daemon/pagetierctl.c $(LIBPTD) $(DAEMON_HDR)
+	@mkdir -p $(@D); echo "  CC    $@"
+	@$(CC) $(USER_CFLAGS) -o $@ daemon/pagetierctl.c $(LIBPTD) $(USER_LIBS)
+
+# --- BPF programs (CO-RE object + skeleton) and the preload library ---------------------
+bpf: $(B)/bpf/pagetier.skel.h
+
+$(B)/bpf/pagetier.skel.h: bpf/pagetier.bpf.c bpf/pagetier_events.h bpf/vmlinux.h bpf/Makefile
+	@$(MAKE) -s -C bpf O=$(CURDIR)/$(B)/bpf
+
+libpreload:
+	@$(MAKE) -s -C libpreload O=$(CURDIR)/$(B)/lib
 
 tools: $(B)/bin/ptwork
 
@@ -69,9 +98,9 @@ kselftest:
 	@$(MAKE) -s -C tests/kselftest O=$(CURDIR)/$(B)/kselftest
 
 # --- tests -----------------------------------------------------------------------------
-$(B)/unit/%: tests/unit/%.c $(DAEMON_LIB_SRC) $(DAEMON_HDR)
+$(B)/unit/%: tests/unit/%.c $(LIBPTD_SAN) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@ (asan,ubsan)"
-	@$(CC) $(USER_CFLAGS) $(SAN) -o $@ $< $(DAEMON_LIB_SRC) -linih -lcmocka -lpthread
+	@$(CC) $(USER_CFLAGS) $(SAN) -o $@ $< $(LIBPTD_SAN) -lcmocka $(USER_LIBS)
 
 unit: $(UNIT_TESTS)
 	@set -e; fail=0; for t in $(UNIT_TESTS); do \
@@ -94,4 +123,4 @@ lint:
 	@perl $(B)/linux-src/scripts/checkpatch.pl --no-tree --strict --terse -f kmod/*.c kmod/*.h kmod/uapi/*.h
 
 clean:
-	rm -rf $(B)/bin $(B)/unit $(B)/kmod $(B)/kselftest $(B)/vm
+	rm -rf $(B)/bin $(B)/bpf $(B)/lib $(B)/obj $(B)/obj-san $(B)/unit $(B)/kmod $(B)/kselftest $(B)/vm

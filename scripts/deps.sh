@@ -22,6 +22,7 @@ PKGS=(
 	liburing-dev libnvme-dev libinih-dev libcmocka-dev
 	qemu-system-x86 qemu-utils crun
 	kmod cpio busybox-static iproute2 procps util-linux mount e2fsprogs file xz-utils bc
+	sqlite3 redis-server redis-tools valgrind
 )
 
 newest_kernel() { # $1 = regex over package names; prints the highest version
