@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pagetier's kernel-side signals for opted-in cgroups: user page faults (sampled), swap-ins,
+ * task wakeups and ingress packets, all into one ring buffer read by pagetierd.
+ *
+ * Every program first looks its cgroup up in pt_cgroups (filled by the daemon) and returns
+ * at once for any other cgroup, so the cost on the rest of the host is one hash lookup. Then
+ * each type is bounded so that a storm cannot flood the ring or the daemon:
+ *   faults    1 in 2^fault_sample_shift (random), the same page twice in a row on a CPU is
+ *             dropped, and at most win_max events per cgroup per win_ns window;
+ *   swap-ins  window limit as faults (they are bounded by I/O anyway, and each one matters);
+ *   wakeups   at most one per cgroup per wake_min_interval_ns;
+ *   packets   at most one per cgroup per net_min_interval_ns.
+ * A failed bpf_ringbuf_reserve() is counted per CPU in pt_drops.
+ *
+ * Programs exist in two flavours so that the loader can pick what the running kernel has:
+ * tp_btf/fentry (BTF, cheapest) and raw_tp/kprobe (no BTF trampolines needed). Swap-in has one
+ * program per kernel function name: swap_readpage (6.1) and swap_read_folio (6.12).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+#include "pagetier_events.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Tunables, set by the loader before load (rodata). */
+const volatile __u32 fault_sample_shift = 6;			/* 1 in 64 */
+const volatile __u64 win_ns = 10 * 1000 * 1000ULL;		/* 10 ms */
+const volatile __u32 win_max = 64;				/* per cgroup, type, window */
+const volatile __u64 wake_min_interval_ns = 100 * 1000 * 1000ULL;
+const volatile __u64 net_min_interval_ns = 100 * 1000 * 1000ULL;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PT_BPF_MAX_CGROUPS);
+	__type(key, __u64);
+	__type(value, struct pt_bpf_cgroup);
+} pt_cgroups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} pt_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PT_BPF_EV_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} pt_drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PT_BPF_EV_MAX * PT_BPF_STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} pt_stats SEC(".maps");
+
+/* The last faulting page per CPU, to drop a task faulting on the same page in a loop. */
+struct fault_last {
+	__u64 cgroup_id;
+	__u64 page;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fault_last);
+} pt_fault_last SEC(".maps");
+
+static __always_inline void stat_inc(__u32 type, __u32 stat)
+{
+	__u32 key = type * PT_BPF_STAT_NR + stat;
+	__u64 *v = bpf_map_lookup_elem(&pt_stats, &key);
+
+	if (v)
+		*v += 1;	/* per-CPU: no atomics needed */
+}
+
+static __always_inline struct pt_bpf_cgroup *lookup_cgroup(__u64 cgid, __u32 type)
+{
+	struct pt_bpf_cgroup *cg = bpf_map_lookup_elem(&pt_cgroups, &cgid);
+
+	if (cg)
+		stat_inc(type, PT_BPF_STAT_SEEN);
+	return cg;
+}
+
+/* At most one event per @interval per cgroup and type. */
+static __always_inline bool interval_ok(struct pt_bpf_cgroup *cg, __u32 type, __u64 now,
+					__u64 interval)
+{
+	if (type >= PT_BPF_EV_MAX)
+		return false;
+	if (now - cg->last_emit_ns[type] < interval)
+		return false;
+	cg->last_emit_ns[type] = now;
+	return true;
+}
+
+/* At most win_max events per cgroup and type in each win_ns window. */
+static __always_inline bool window_ok(struct pt_bpf_cgroup *cg, __u32 type, __u64 now)
+{
+	if (type >= PT_BPF_EV_MAX)
+		return false;
+	if (now - cg->win_start_ns[type] >= win_ns) {
+		cg->win_start_ns[type] = now;
+		cg->win_count[type] = 0;
+	}
+	if (cg->win_count[type] >= win_max)
+		return false;
+	cg->win_count[type]++;
+	return true;
+}
+
+static __always_inline int emit(struct pt_bpf_cgroup *cg, __u32 type, __u32 flags, __u64 now,
+				__u32 pid, __u32 tid, __u64 addr, __u64 extra)
+{
+	struct pt_bpf_event *e;
+	__u32 key = type;
+
+	e = bpf_ringbuf_reserve(&pt_events, sizeof(*e), 0);
+	if (!e) {
+		__u64 *drops = bpf_map_lookup_elem(&pt_drops, &key);
+
+		if (drops)
+			*drops += 1;
+		return 0;
+	}
+	e->type = type;
+	e->flags = flags;
+	e->cgroup_id = cg->report_id;
+	e->time_ns = now;
+	e->pid = pid;
+	e->tid = tid;
+	e->addr = addr;
+	e->extra = extra;
+	bpf_ringbuf_submit(e, 0);
+	stat_inc(type, PT_BPF_STAT_EMITTED);
+	return 0;
+}
+
+static __always_inline void limited(__u32 type)
+{
+	stat_inc(type, PT_BPF_STAT_LIMITED);
+}
+
+/* --- user page faults ------------------------------------------------------------------ */
+
+static __always_inline int on_fault(__u64 address, __u64 error_code)
+{
+	struct pt_bpf_cgroup *cg;
+	struct fault_last *last;
+	__u64 cgid, id, now, page;
+	__u32 zero = 0;
+
+	cgid = bpf_get_current_cgroup_id();
+	cg = lookup_cgroup(cgid, PT_BPF_EV_FAULT);
+	if (!cg)
+		return 0;
+	page = address >> 12;
+	last = bpf_map_lookup_elem(&pt_fault_last, &zero);
+	if (last) {
+		if (last->cgroup_id == cgid && last->page == page) {
+			limited(PT_BPF_EV_FAULT);
+			return 0;
+		}
+		last->cgroup_id = cgid;
+		last->page = page;
+	}
+	if (fault_sample_shift &&
+	    (bpf_get_prandom_u32() & ((1U << (fault_sample_shift & 31)) - 1))) {
+		limited(PT_BPF_EV_FAULT);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	if (!window_ok(cg, PT_BPF_EV_FAULT, now)) {
+		limited(PT_BPF_EV_FAULT);
+		return 0;
+	}
+	id = bpf_get_current_pid_tgid();
+	return emit(cg, PT_BPF_EV_FAULT, fault_sample_shift, now, id >> 32, (__u32)id, address,
+		    error_code);
+}
+
+/* trace_page_fault_user(address, regs, error_code): runs in the faulting task. */
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(pt_fault_btf, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	return on_fault(address, error_code);
+}
+
+SEC("raw_tp/page_fault_user")
+int BPF_PROG(pt_fault_raw, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	return on_fault(address, error_code);
+}
+
+/* --- swap-ins --------------------------------------------------------------------------- */
+
+/*
+ * Attributed to the current task: swap-in is synchronous in the faulting task (do_swap_page
+ * and its readahead). A MADV_WILLNEED prefetch issued by the daemon runs in the daemon's
+ * cgroup and is filtered out, which is what we want: only the container's own refaults.
+ */
+static __always_inline int on_swapin(__u64 entry)
+{
+	struct pt_bpf_cgroup *cg;
+	__u64 id, now;
+
+	cg = lookup_cgroup(bpf_get_current_cgroup_id(), PT_BPF_EV_SWAPIN);
+	if (!cg)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (!window_ok(cg, PT_BPF_EV_SWAPIN, now)) {
+		limited(PT_BPF_EV_SWAPIN);
+		return 0;
+	}
+	id = bpf_get_current_pid_tgid();
+	return emit(cg, PT_BPF_EV_SWAPIN, 0, now, id >> 32, (__u32)id, 0, entry);
+}
+
+/* The swap entry of a folio in the swap cache: folio->swap (6.12), page->private (6.1). */
+static __always_inline __u64 folio_swap_entry(struct folio *folio)
+{
+	if (bpf_core_field_exists(folio->swap))
+		return BPF_CORE_READ(folio, swap.val);
+	return BPF_CORE_READ((struct page *)folio, private);
+}
+
+/* 6.12: void swap_read_folio(struct folio *folio, struct swap_iocb **plug) */
+SEC("fentry/swap_read_folio")
+int BPF_PROG(pt_swapin_folio, struct folio *folio)
+{
+	return on_swapin(folio_swap_entry(folio));
+}
+
+/* 6.1: int swap_readpage(struct page *page, bool synchronous, struct swap_iocb **plug) */
+SEC("fentry/swap_readpage")
+int BPF_PROG(pt_swapin_page, struct page *page)
+{
+	return on_swapin(BPF_CORE_READ(page, private));
+}
+
+SEC("kprobe/swap_read_folio")
+int BPF_KPROBE(pt_swapin_folio_kp, struct folio *folio)
+{
+	return on_swapin(folio_swap_entry(folio));
+}
+
+SEC("kprobe/swap_readpage")
+int BPF_KPROBE(pt_swapin_page_kp, struct page *page)
+{
+	return on_swapin(BPF_CORE_READ(page, private));
+}
+
+/* --- wakeups ---------------------------------------------------------------------------- */
+
+/*
+ * The tracepoint runs in the waker's context: the cgroup is the woken task's, read from its
+ * css_set (the default hierarchy's cgroup, whose kernfs id is the cgroup id).
+ */
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	struct pt_bpf_cgroup *cg;
+	__u64 cgid, now, gap;
+
+	cgid = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	cg = lookup_cgroup(cgid, PT_BPF_EV_WAKEUP);
+	if (!cg)
+		return 0;
+	now = bpf_ktime_get_ns();
+	gap = cg->last_seen_ns ? now - cg->last_seen_ns : ~0ULL;
+	/* Written only when it moved by 1 ms, to keep a busy cgroup's entry cache-friendly. */
+	if (gap > 1000 * 1000ULL)
+		cg->last_seen_ns = now;
+	if (!interval_ok(cg, PT_BPF_EV_WAKEUP, now, wake_min_interval_ns)) {
+		limited(PT_BPF_EV_WAKEUP);
+		return 0;
+	}
+	return emit(cg, PT_BPF_EV_WAKEUP, 0, now, BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid),
+		    0, gap);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(pt_wakeup_btf, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(pt_wakeup_raw, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+/* --- ingress packets -------------------------------------------------------------------- */
+
+/*
+ * Attached once to the cgroup2 root (multi), so it runs for every packet delivered to a
+ * local socket, after the stack has found the socket. bpf_skb_cgroup_id() is the cgroup of
+ * that socket (the cgroup of the task that created it): the receiving container, even though
+ * this runs in softirq context on whatever task the CPU happened to run. A tracepoint such as
+ * net/netif_receive_skb fires before the socket lookup and so cannot be attributed. Always
+ * lets the packet through.
+ */
+SEC("cgroup_skb/ingress")
+int pt_ingress(struct __sk_buff *skb)
+{
+	struct pt_bpf_cgroup *cg;
+	__u64 now;
+
+	cg = lookup_cgroup(bpf_skb_cgroup_id(skb), PT_BPF_EV_NET);
+	if (!cg)
+		return 1;
+	now = bpf_ktime_get_ns();
+	if (!interval_ok(cg, PT_BPF_EV_NET, now, net_min_interval_ns)) {
+		limited(PT_BPF_EV_NET);
+		return 1;
+	}
+	emit(cg, PT_BPF_EV_NET, bpf_ntohs((__u16)skb->protocol), now, 0, 0, 0, skb->len);
+	return 1;
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The daemon's side of libpagetier.so (protocol: preload_proto.h).
+ *
+ * preload_decode.c (pure, no I/O): validates what a peer wrote in its ring. Everything in
+ * the ring is untrusted and may change while we read it, so each record is copied once and
+ * the copy validated: layout, sizes, types, flags, address ranges (user space, no wrap),
+ * publication order, and a per-peer rate budget. Whether an address lies in the peer's own
+ * mappings is for the caller to check against /proc/PID/maps.
+ *
+ * preload_server.c: the unix socket. Accepts peers, identifies each by SO_PEERCRED and
+ * /proc/PID/cgroup, asks a callback whether that cgroup is opted in, maps the ring (data
+ * read-only, only the control page writable) and drains it from the daemon's event loop.
+ */
+#ifndef PAGETIER_PRELOAD_SERVER_H
+#define PAGETIER_PRELOAD_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "preload_proto.h"
+
+/* --- decoder (preload_decode.c) --------------------------------------------------------- */
+
+/* Highest user address + 1 on x86-64 with 5-level paging; 4-level is below. */
+#define PT_PRELOAD_USER_END	(1ULL << 56)
+
+/* A validated record. */
+struct pt_preload_event {
+	enum pt_preload_rec_type type;
+	uint32_t flags;
+	uint32_t tid;			/* as claimed by the peer */
+	uint64_t addr;
+	uint64_t len;
+	uint64_t addr2;
+	uint64_t len2;
+};
+
+enum pt_preload_reject {
+	PT_PRELOAD_REJ_SIZE,		/* record size field: truncated or oversized */
+	PT_PRELOAD_REJ_TYPE,		/* unknown record type */
+	PT_PRELOAD_REJ_FLAGS,		/* unknown flags, or flags the type does not take */
+	PT_PRELOAD_REJ_RANGE,		/* zero, unaligned, wrapping or non-user range */
+	PT_PRELOAD_REJ_STALLED,		/* claimed but never published: skipped */
+	PT_PRELOAD_REJ_NR
+};
+
+struct pt_preload_limits {
+	uint32_t max_per_drain;		/* records consumed per drain call */
+	uint32_t max_per_sec;		/* records consumed per second; then the ring fills */
+	uint32_t stall_drains;		/* drains an unpublished slot may block before skipped */
+};
+
+struct pt_preload_consumer {
+	uint64_t tail;			/* next position to read */
+	uint32_t nslots;
+	struct pt_preload_limits lim;
+	uint64_t window_start_ns;
+	uint32_t window_count;
+	uint32_t stalled;		/* drains stuck on the same unpublished slot */
+	uint64_t accepted;
+	uint64_t rejected[PT_PRELOAD_REJ_NR];
+	uint64_t throttled;		/* drains cut short by max_per_sec */
+};
+
+typedef int (*pt_preload_event_fn)(const struct pt_preload_event *ev, void *arg);
+
+void pt_preload_default_limits(struct pt_preload_limits *lim);
+
+/* Validates the registration message (@len bytes received). 0 or -EINVAL / -EPROTO. */
+int pt_preload_check_hello(const void *msg, size_t len, uint64_t *ring_bytes);
+
+/*
+ * Validates a snapshot of the ring header against the memfd's size; sets *nslots.
+ * 0, -EPROTO (not our ring or another version) or -EINVAL (inconsistent sizes).
+ */
+int pt_preload_check_header(const struct pt_preload_hdr *hdr, uint64_t file_size,
+			    uint32_t *nslots);
+
+/*
+ * Decodes a copy of the slot expected to hold position @pos. 0 and *ev filled, -EAGAIN
+ * if it is not published (yet), or -EINVAL with *why set.
+ */
+int pt_preload_decode_rec(const struct pt_preload_rec *rec, uint64_t pos,
+			  struct pt_preload_event *ev, enum pt_preload_reject *why);
+
+void pt_preload_consumer_init(struct pt_preload_consumer *c, uint32_t nslots, uint64_t tail,
+			      const struct pt_preload_limits *lim);
+
+/*
+ * Reads the published records of the ring mapped at @ring (PT_PRELOAD_RING_BYTES(nslots)
+ * bytes, as checked by pt_preload_check_header) from c->tail on, calls @fn for every valid
+ * one and counts the others, within the rate budget at @now_ns. Advances c->tail; the
+ * caller publishes it in the control page. Returns the number of records consumed (valid or
+ * not), or the negative value @fn returned.
+ */
+int pt_preload_consume(struct pt_preload_consumer *c, const void *ring, uint64_t now_ns,
+		       pt_preload_event_fn fn, void *arg);
+
+const char *pt_preload_reject_name(enum pt_preload_reject why);
+
+/* --- server (preload_server.c) ---------------------------------------------------------- */
+
+struct pt_preload_server;
+
+/* Whether the peer's cgroup (its cgroup v2 path, "/a/b") is opted in. */
+typedef bool (*pt_preload_optin_fn)(pid_t pid, const char *cgroup, void *arg);
+
+/* A validated record of one peer. */
+typedef void (*pt_preload_record_fn)(pid_t pid, const char *cgroup,
+				     const struct pt_preload_event *ev, void *arg);
+
+/* A registered peer appeared, or went away (exit, exec, or its connection closed). */
+typedef void (*pt_preload_peer_fn)(pid_t pid, const char *cgroup, bool up, void *arg);
+
+struct pt_preload_server_opts {
+	unsigned int max_peers;		/* connections held at once (default 4096) */
+	struct pt_preload_limits limits;
+	const char *proc_root;		/* "/proc" unless testing */
+	pt_preload_peer_fn on_peer;	/* optional */
+	void *peer_arg;
+};
+
+void pt_preload_server_default_opts(struct pt_preload_server_opts *opts);
+
+/*
+ * Listens on @path (NULL: PT_PRELOAD_SOCK_PATH), creating its directory (0755) and the
+ * socket (0666: any container process may register; identity comes from the kernel).
+ * @opts may be NULL. 0 or a negative errno.
+ */
+int pt_preload_server_open(struct pt_preload_server **out, const char *path,
+			   const struct pt_preload_server_opts *opts, pt_preload_optin_fn optin,
+			   void *optin_arg);
+
+/* An epoll fd: readable when a peer connects, registers, rings the doorbell or leaves. */
+int pt_preload_server_fd(const struct pt_preload_server *s);
+
+/* Accepts pending connections and completes pending registrations; peers now registered. */
+int pt_preload_server_accept(struct pt_preload_server *s);
+
+/*
+ * Services peer sockets (doorbells, hangups) and drains every ring; @fn gets each valid
+ * record. Returns the number of records delivered or a negative errno. Call when the fd is
+ * readable and periodically (the rings have no doorbell per record).
+ */
+int pt_preload_server_drain(struct pt_preload_server *s, pt_preload_record_fn fn, void *arg);
+
+/* Asks the registered processes with this pid (0: all) to malloc_trim(0). 0 or -ENOENT. */
+int pt_preload_server_request_trim(struct pt_preload_server *s, pid_t pid);
+
+/*
+ * Tells the registered processes with this pid (0: all) that they are idle: each answers
+ * with one doorbell and a PT_PRELOAD_F_WAKE heartbeat at its next allocator call.
+ * 0 or -ENOENT.
+ */
+int pt_preload_server_arm_wake(struct pt_preload_server *s, pid_t pid);
+
+struct pt_preload_server_stats {
+	unsigned int peers;
+	uint64_t accepted_peers, rejected_peers, bad_hellos;
+	uint64_t records, rejected[PT_PRELOAD_REJ_NR], throttled;
+	uint64_t producer_dropped;	/* summed from the peers' headers: untrusted, advisory */
+	uint64_t doorbells;
+	uint64_t trims;			/* malloc_trim(0) calls the peers say they made */
+};
+
+void pt_preload_server_stats(const struct pt_preload_server *s,
+			     struct pt_preload_server_stats *st);
+
+void pt_preload_server_close(struct pt_preload_server *s);
+
+#endif

@@ -1,0 +1,893 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libpagetier.so: loaded with LD_PRELOAD into the processes of opted-in containers. Wraps the
+ * malloc family and mmap/munmap/mremap and tells pagetierd, through a shared-memory ring, which
+ * regions are allocated and freed and when the process is active (protocol: preload_proto.h).
+ *
+ * Rules, because this code runs inside someone else's program:
+ *  - never fail or change the result of a call: every wrapper calls the real function and
+ *    returns what it returned, with errno as it left it;
+ *  - no allocation and no lock on the fast path; records are claimed with a CAS and dropped
+ *    (counted) when the ring is full, so the application never waits for the daemon;
+ *  - with no daemon (or a daemon that does not want us) it is a pass-through;
+ *  - small allocations are sampled (1 in 2^sample_shift per thread) and batched per thread;
+ *    big ones (>= big_threshold) and mapping changes are always reported.
+ *
+ * The real functions come from dlsym(RTLD_NEXT) (so another preloaded allocator still works),
+ * resolved on first use. dlsym itself may call calloc: those calls, made while resolving, are
+ * served from a small static arena whose blocks are never freed.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload_proto.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+/* initial-exec: the general-dynamic model may call malloc on first access in a thread. */
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+/*
+ * 1 in 1024 small allocations: a busy server makes millions of calls per second, and the
+ * daemon needs a statistical picture of them, not each one.
+ */
+#define SAMPLE_SHIFT 10
+#define BIG_THRESHOLD (64 * 1024)	/* the daemon's hotness chunk */
+#define TICK_NS (10 * 1000 * 1000ULL)
+#define HEARTBEAT_NS (1000 * 1000 * 1000ULL)
+#define RETRY_NS (10 * 1000 * 1000 * 1000ULL)	/* reconnect attempts without a daemon */
+#define BATCH 8
+
+/* --- real functions -------------------------------------------------------------------- */
+
+static void *(*real_malloc)(size_t);
+static void (*real_free)(void *);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_aligned_alloc)(size_t, size_t);
+static void *(*real_memalign)(size_t, size_t);
+static void *(*real_valloc)(size_t);
+static void *(*real_pvalloc)(size_t);
+static size_t (*real_usable_size)(void *);
+static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_munmap)(void *, size_t);
+static void *(*real_mremap)(void *, size_t, size_t, int, ...);
+
+/* glibc's own entry points, if RTLD_NEXT has nothing (it always has with glibc). */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+
+static atomic_int resolve_state;	/* 0: not yet, 1: resolving, 2: done */
+
+/* Static arena for allocations made by dlsym while we resolve. */
+static _Alignas(64) char boot_arena[64 * 1024];
+static atomic_size_t boot_used;
+
+static bool in_boot_arena(const void *p)
+{
+	return (const char *)p >= boot_arena && (const char *)p < boot_arena + sizeof(boot_arena);
+}
+
+/* 16-byte header holding the size, so realloc can copy out of the arena. */
+static void *boot_alloc(size_t size, size_t align)
+{
+	size_t need, off, start;
+
+	if (align < 16)
+		align = 16;
+	if (size > sizeof(boot_arena) || align > 4096)
+		return NULL;
+	need = size + align + 16;
+	off = atomic_fetch_add(&boot_used, need);
+	if (off + need > sizeof(boot_arena))
+		return NULL;
+	start = ((uintptr_t)(boot_arena + off + 16) + align - 1) & ~(uintptr_t)(align - 1);
+	((size_t *)start)[-1] = size;
+	return (void *)start;
+}
+
+#define RESOLVE(name, fallback) do {						\
+	void *p = dlsym(RTLD_NEXT, #name);					\
+	*(void **)&real_##name = p ? p : (void *)(fallback);			\
+} while (0)
+
+static void resolve(void)
+{
+	int expected = 0;
+
+	if (!atomic_compare_exchange_strong(&resolve_state, &expected, 1))
+		return;		/* done, or in progress (a dlsym calling back into us) */
+	RESOLVE(malloc, __libc_malloc);
+	RESOLVE(free, __libc_free);
+	RESOLVE(calloc, __libc_calloc);
+	RESOLVE(realloc, __libc_realloc);
+	RESOLVE(posix_memalign, NULL);
+	RESOLVE(aligned_alloc, NULL);
+	RESOLVE(memalign, __libc_memalign);
+	RESOLVE(valloc, NULL);
+	RESOLVE(pvalloc, NULL);
+	*(void **)&real_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
+	RESOLVE(mmap, NULL);
+	RESOLVE(munmap, NULL);
+	RESOLVE(mremap, NULL);
+	atomic_store(&resolve_state, 2);
+}
+
+static inline bool resolved(void)
+{
+	if (likely(atomic_load_explicit(&resolve_state, memory_order_acquire) == 2))
+		return true;
+	resolve();
+	return atomic_load_explicit(&resolve_state, memory_order_acquire) == 2;
+}
+
+/* --- the ring --------------------------------------------------------------------------- */
+
+struct ring {
+	struct pt_preload_hdr *hdr;
+	struct pt_preload_ctl *ctl;
+	struct pt_preload_rec *slots;
+	uint32_t mask;
+	uint64_t bytes;
+};
+
+/*
+ * The registered ring. Replaced only when no ring is registered (after fork, or when a
+ * daemon appears); an old ring is never unmapped while other threads may still write to it.
+ */
+static struct ring ring_storage[2];
+static _Atomic(struct ring *) g_ring;
+static int g_sock = -1;			/* the registration connection */
+static dev_t g_sock_dev;
+static ino_t g_sock_ino;
+static atomic_int g_state;		/* enum below */
+static atomic_uint_fast64_t g_req_seen;	/* ctl.req_seq we have acted on */
+static atomic_uint_fast64_t g_last_tick_ns;
+static atomic_uint_fast64_t g_last_heartbeat_ns;
+static atomic_uint_fast64_t g_last_attempt_ns;
+static atomic_uint_fast64_t g_calls;	/* flushed from threads at ticks */
+static bool g_disabled;
+static pthread_key_t g_thread_key;
+static bool g_have_key;
+
+enum { ST_NONE, ST_REGISTERING, ST_PENDING, ST_ACTIVE, ST_REJECTED };
+
+struct pending {
+	uint16_t type;
+	uint16_t flags;
+	uint64_t addr, len, addr2;
+};
+
+struct thread_state {
+	uint32_t countdown;		/* calls until the next sample and tick */
+	uint32_t period;		/* the countdown's last start value */
+	uint32_t calls;
+	uint32_t rand;
+	uint32_t tid;
+	unsigned int n;
+	bool key_set;
+	struct pending batch[BATCH];
+};
+
+static TLS struct thread_state ts;
+
+static uint64_t coarse_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+static uint32_t thread_tid(void)
+{
+	if (unlikely(!ts.tid))
+		ts.tid = (uint32_t)syscall(SYS_gettid);	/* cached: a syscall per batch adds up */
+	return ts.tid;
+}
+
+/*
+ * Claims @n consecutive slots, or none: the ring full means the daemon is behind, and the
+ * records are dropped rather than waiting.
+ */
+static bool claim(struct ring *r, unsigned int n, uint64_t *pos)
+{
+	uint64_t p = atomic_load_explicit((_Atomic uint64_t *)&r->hdr->reserve,
+					  memory_order_relaxed);
+	uint64_t tail;
+
+	do {
+		tail = atomic_load_explicit((_Atomic uint64_t *)&r->ctl->tail, memory_order_acquire);
+		/* A tail the daemon moved past what we produced is nonsense: treat as empty. */
+		if (tail > p)
+			tail = p;
+		if (p - tail + n > (uint64_t)r->mask + 1) {
+			atomic_fetch_add_explicit((_Atomic uint64_t *)&r->hdr->dropped, n,
+						  memory_order_relaxed);
+			return false;
+		}
+	} while (!atomic_compare_exchange_weak_explicit((_Atomic uint64_t *)&r->hdr->reserve, &p,
+							p + n, memory_order_relaxed,
+							memory_order_relaxed));
+	*pos = p;
+	return true;
+}
+
+static void fill(struct ring *r, uint64_t pos, uint32_t tid, uint16_t type, uint16_t flags,
+		 uint64_t addr, uint64_t len, uint64_t addr2, uint64_t len2)
+{
+	struct pt_preload_rec *s = &r->slots[pos & r->mask];
+
+	s->type = type;
+	s->size = sizeof(*s);
+	s->flags = flags;
+	s->tid = tid;
+	s->reserved = 0;
+	s->addr = addr;
+	s->len = len;
+	s->addr2 = addr2;
+	s->len2 = len2;
+	s->reserved2 = 0;
+	atomic_store_explicit((_Atomic uint64_t *)&s->seq, pos + 1, memory_order_release);
+}
+
+static void flush_batch(void)
+{
+	struct ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
+	unsigned int n = ts.n;
+	uint32_t tid;
+	uint64_t pos;
+
+	ts.n = 0;
+	if (!r || !n || n > BATCH)
+		return;
+	if (!claim(r, n, &pos))
+		return;
+	tid = thread_tid();
+	for (unsigned int i = 0; i < n; i++)
+		fill(r, pos + i, tid, ts.batch[i].type, ts.batch[i].flags, ts.batch[i].addr,
+		     ts.batch[i].len, ts.batch[i].addr2, 0);
+}
+
+static void thread_exit(void *arg)
+{
+	(void)arg;
+	flush_batch();
+}
+
+static void queue(uint16_t type, uint16_t flags, uint64_t addr, uint64_t len, uint64_t addr2)
+{
+	unsigned int i = ts.n;
+
+	if (unlikely(!ts.key_set) && g_have_key) {
+		/* So that a thread's last records are flushed when it exits. */
+		ts.key_set = true;
+		pthread_setspecific(g_thread_key, &ts);
+	}
+	if (i >= BATCH)
+		i = ts.n = 0;	/* only after a signal handler raced us: start over */
+	ts.batch[i] = (struct pending){ type, flags, addr, len, addr2 };
+	ts.n = i + 1;
+	if (ts.n == BATCH)
+		flush_batch();
+}
+
+/* Mapping changes and wake heartbeats go out at once, after what this thread had queued. */
+static void emit_now(uint16_t type, uint16_t flags, uint64_t addr, uint64_t len,
+		     uint64_t addr2, uint64_t len2)
+{
+	struct ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
+	uint64_t pos;
+
+	if (!r)
+		return;
+	flush_batch();
+	if (claim(r, 1, &pos))
+		fill(r, pos, thread_tid(), type, flags, addr, len, addr2, len2);
+}
+
+/* --- registration ----------------------------------------------------------------------- */
+
+static bool sock_is_ours(void)
+{
+	struct stat st;
+
+	/* The application may have closed our fd (closefrom) and reused the number. */
+	return g_sock >= 0 && fstat(g_sock, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	       st.st_dev == g_sock_dev && st.st_ino == g_sock_ino;
+}
+
+static void drop_sock(void)
+{
+	if (sock_is_ours())
+		close(g_sock);
+	g_sock = -1;
+}
+
+static int do_munmap(void *p, size_t len)
+{
+	return real_munmap ? real_munmap(p, len) : (int)syscall(SYS_munmap, p, len);
+}
+
+static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (real_mmap)
+		return real_mmap(addr, len, prot, flags, fd, off);
+	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+/*
+ * Connects to the daemon and hands it a new ring. Called by one thread at a time (g_state
+ * ST_REGISTERING). Only syscalls: no allocation, so it may run inside a hooked call.
+ */
+static void register_ring(void)
+{
+	const char *path = secure_getenv(PT_PRELOAD_SOCK_ENV);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct pt_preload_hello hello = {
+		.magic = PT_PRELOAD_MAGIC,
+		.version = PT_PRELOAD_VERSION,
+		.size = sizeof(hello),
+		.ring_bytes = PT_PRELOAD_RING_BYTES(PT_PRELOAD_DEFAULT_SLOTS),
+	};
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { &hello, sizeof(hello) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	struct ring *r;
+	struct stat st;
+	int sock, mfd = -1, state = ST_NONE;
+	void *mem = MAP_FAILED;
+
+	if (!path || !*path)
+		path = PT_PRELOAD_SOCK_PATH;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		goto out;
+	strcpy(sa.sun_path, path);
+	/* Connect first: with no daemon, that is all it costs. */
+	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (sock < 0)
+		goto out;
+	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fstat(sock, &st) < 0) {
+		close(sock);
+		goto out;
+	}
+	mfd = (int)syscall(SYS_memfd_create, "pagetier-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0 || ftruncate(mfd, (off_t)hello.ring_bytes) < 0)
+		goto fail;
+	mem = do_mmap(NULL, hello.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (mem == MAP_FAILED)
+		goto fail;
+	/* The daemon maps it too: it must not be able to shrink under its mapping. */
+	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail;
+	r = &ring_storage[atomic_load(&g_ring) == &ring_storage[0] ? 1 : 0];
+	r->hdr = mem;
+	r->ctl = (struct pt_preload_ctl *)((char *)mem + PT_PRELOAD_CTL_OFF);
+	r->slots = (struct pt_preload_rec *)((char *)mem + PT_PRELOAD_DATA_OFF);
+	r->mask = PT_PRELOAD_DEFAULT_SLOTS - 1;
+	r->bytes = hello.ring_bytes;
+	r->hdr->magic = PT_PRELOAD_MAGIC;
+	r->hdr->version = PT_PRELOAD_VERSION;
+	r->hdr->hdr_size = sizeof(struct pt_preload_hdr);
+	r->hdr->slot_size = PT_PRELOAD_SLOT_SIZE;
+	r->hdr->nslots = PT_PRELOAD_DEFAULT_SLOTS;
+	r->hdr->sample_shift = SAMPLE_SHIFT;
+	r->hdr->big_threshold = BIG_THRESHOLD;
+	r->hdr->activity_ns = coarse_ns();
+
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &mfd, sizeof(int));
+	if (sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(hello))
+		goto fail;
+	close(mfd);	/* the daemon has its reference, our mapping keeps the memory */
+	g_sock = sock;
+	g_sock_dev = st.st_dev;
+	g_sock_ino = st.st_ino;
+	atomic_store(&g_req_seen, 0);
+	/* Records go to the ring from now on; the daemon's answer is read at a tick. */
+	atomic_store_explicit(&g_ring, r, memory_order_release);
+	state = ST_PENDING;
+	goto out;
+fail:
+	if (mem != MAP_FAILED)
+		do_munmap(mem, hello.ring_bytes);
+	if (mfd >= 0)
+		close(mfd);
+	close(sock);
+out:
+	atomic_store(&g_last_attempt_ns, coarse_ns());
+	atomic_store(&g_state, state);
+}
+
+static void try_register(void)
+{
+	int expected = ST_NONE;
+
+	if (g_disabled || !resolved())
+		return;
+	if (atomic_compare_exchange_strong(&g_state, &expected, ST_REGISTERING))
+		register_ring();
+}
+
+/* Stop using the ring (rejected, or the daemon went away). Its mapping stays. */
+static void unregister(int state)
+{
+	atomic_store_explicit(&g_ring, NULL, memory_order_release);
+	drop_sock();
+	ts.n = 0;
+	atomic_store(&g_state, state);
+}
+
+/* Reads the daemon's answer and notices it going away. Only from a tick. */
+static void check_sock(int state)
+{
+	char c = 0;
+	ssize_t n;
+
+	if (!sock_is_ours()) {
+		g_sock = -1;
+		unregister(ST_NONE);
+		return;
+	}
+	n = recv(g_sock, &c, 1, MSG_DONTWAIT);
+	if (n == 1 && c == PT_PRELOAD_ACCEPT && state == ST_PENDING)
+		atomic_store(&g_state, ST_ACTIVE);
+	else if (n == 1 && c == PT_PRELOAD_REJECT)
+		unregister(ST_REJECTED);	/* not opted in: pass-through until exec */
+	else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		unregister(ST_NONE);		/* daemon gone: try again later */
+}
+
+/* --- requests, ticks, heartbeats -------------------------------------------------------- */
+
+static void doorbell(void)
+{
+	char c = PT_PRELOAD_DOORBELL;
+
+	if (sock_is_ours())
+		(void)send(g_sock, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/*
+ * The daemon bumped ctl.req_seq: serve its requests. Runs after the real call. Out of line
+ * and cold, so that the wrappers' fast path stays small.
+ */
+static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint64_t seen,
+							   uint64_t req)
+{
+	uint_fast64_t expected = seen;
+	uint32_t idle_seq, trim_seq;
+	int saved = errno;
+
+	atomic_thread_fence(memory_order_acquire);
+	/* One thread serves each request. */
+	if (!atomic_compare_exchange_strong(&g_req_seen, &expected, req))
+		return;
+	idle_seq = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->idle_seq,
+					memory_order_acquire);
+	trim_seq = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->trim_seq,
+					memory_order_acquire);
+	if (idle_seq != r->hdr->idle_ack) {
+		r->hdr->idle_ack = idle_seq;
+		emit_now(PT_PRELOAD_REC_HEARTBEAT, PT_PRELOAD_F_WAKE, 0, ts.calls, 0, 0);
+		doorbell();
+	}
+	if (trim_seq != r->hdr->trim_done) {
+		r->hdr->trim_done = trim_seq;
+		malloc_trim(0);
+		r->hdr->trims++;
+	}
+	errno = saved;
+}
+
+static void tick(void)
+{
+	uint64_t now = coarse_ns(), last = atomic_load(&g_last_tick_ns);
+	struct ring *r;
+	int state;
+
+	atomic_fetch_add_explicit(&g_calls, ts.calls, memory_order_relaxed);
+	ts.calls = 0;
+	flush_batch();
+	if (now - last < TICK_NS || !atomic_compare_exchange_strong(&g_last_tick_ns, &last, now))
+		return;
+	/* This thread won the tick. */
+	state = atomic_load(&g_state);
+	r = atomic_load_explicit(&g_ring, memory_order_acquire);
+	if (r) {
+		uint64_t calls = atomic_exchange(&g_calls, 0);
+
+		r->hdr->activity_ns = now;
+		r->hdr->calls += calls;
+		if (now - atomic_load(&g_last_heartbeat_ns) >= HEARTBEAT_NS) {
+			atomic_store(&g_last_heartbeat_ns, now);
+			emit_now(PT_PRELOAD_REC_HEARTBEAT, 0, 0, calls, 0, 0);
+			if (state == ST_ACTIVE)
+				check_sock(state);	/* daemon still there? once a second */
+		}
+		if (state == ST_PENDING)
+			check_sock(state);		/* its answer, every tick until it comes */
+	} else if (state == ST_NONE && now - atomic_load(&g_last_attempt_ns) >= RETRY_NS) {
+		try_register();
+	}
+}
+
+/*
+ * Called by every wrapper after the real call: one load of the daemon's request word (the
+ * ring's control page, shared-clean in cache until the daemon writes it).
+ */
+static inline void after_call(void)
+{
+	struct ring *r = atomic_load_explicit(&g_ring, memory_order_relaxed);
+
+	if (r) {
+		uint64_t req = atomic_load_explicit((_Atomic uint64_t *)&r->ctl->req_seq,
+						    memory_order_relaxed);
+		uint64_t seen = atomic_load_explicit(&g_req_seen, memory_order_relaxed);
+
+		if (unlikely(req != seen))
+			serve_requests(r, seen, req);
+	}
+}
+
+/*
+ * The per-thread countdown: every ~2^SAMPLE_SHIFT calls (jittered, so that periodic
+ * allocation patterns are not aliased) one call is sampled and the thread ticks. Also the
+ * only place a thread counts its calls and looks at the clock.
+ */
+#define COUNTDOWN_MAX (3U << (SAMPLE_SHIFT - 1))
+
+static __attribute__((noinline, cold)) void slow_path(uint16_t type, uint16_t flags, void *p,
+						      size_t size, void *old)
+{
+	int saved = errno;
+	uint32_t period;
+
+	ts.rand = ts.rand * 1103515245U + 12345U + (uint32_t)(uintptr_t)&ts;
+	period = (1U << (SAMPLE_SHIFT - 1)) + ((ts.rand >> 8) & ((1U << SAMPLE_SHIFT) - 1));
+	ts.calls += ts.period;
+	ts.period = period;
+	ts.countdown = period;
+	if (p && atomic_load_explicit(&g_ring, memory_order_relaxed)) {
+		if (type == PT_PRELOAD_REC_ALLOC && size < BIG_THRESHOLD)
+			queue(PT_PRELOAD_REC_ALLOC, flags | PT_PRELOAD_F_SAMPLED, (uintptr_t)p, size,
+			      (uintptr_t)old);
+		else if (type == PT_PRELOAD_REC_FREE && real_usable_size &&
+			 (size = real_usable_size(p)) < BIG_THRESHOLD)
+			queue(PT_PRELOAD_REC_FREE, PT_PRELOAD_F_SAMPLED, (uintptr_t)p, size, 0);
+	}
+	tick();
+	errno = saved;
+}
+
+static inline void count_call(uint16_t type, uint16_t flags, void *p, size_t size, void *old)
+{
+	if (unlikely(--ts.countdown == 0 || ts.countdown > COUNTDOWN_MAX))
+		slow_path(type, flags, p, size, old);
+}
+
+/*
+ * Live big blocks, so that their frees are reported without asking the allocator for every
+ * freed block's size: a direct-mapped table of pointers. A collision evicts the older block
+ * (its free then goes unreported, like a sampled-out one); the daemon treats all of this as
+ * hints.
+ */
+#define BIG_SLOTS_SHIFT 12
+static _Atomic uintptr_t big_ptr[1U << BIG_SLOTS_SHIFT];
+static size_t big_len[1U << BIG_SLOTS_SHIFT];
+
+static inline unsigned int big_slot(const void *p)
+{
+	return (unsigned int)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - BIG_SLOTS_SHIFT));
+}
+
+static __attribute__((noinline)) void note_big_alloc(void *p, size_t size, uint16_t kind,
+						     void *old)
+{
+	unsigned int h = big_slot(p);
+
+	if (!atomic_load_explicit(&g_ring, memory_order_relaxed))
+		return;
+	big_len[h] = size;
+	atomic_store_explicit(&big_ptr[h], (uintptr_t)p, memory_order_release);
+	queue(PT_PRELOAD_REC_ALLOC, kind | PT_PRELOAD_F_BIG, (uintptr_t)p, size, (uintptr_t)old);
+}
+
+static __attribute__((noinline)) void note_big_free(void *p, unsigned int h)
+{
+	uintptr_t expected = (uintptr_t)p;
+	size_t len = big_len[h];
+
+	if (atomic_compare_exchange_strong(&big_ptr[h], &expected, 0) && len)
+		queue(PT_PRELOAD_REC_FREE, PT_PRELOAD_F_BIG, (uintptr_t)p, len, 0);
+}
+
+static inline void note_alloc(void *p, size_t size, uint16_t kind, void *old)
+{
+	if (unlikely(size >= BIG_THRESHOLD) && p)
+		note_big_alloc(p, size, kind, old);
+	count_call(PT_PRELOAD_REC_ALLOC, kind, p, size, old);
+}
+
+/* Before the real free: afterwards the block's size is gone. */
+static inline void note_free(void *p)
+{
+	if (p) {
+		unsigned int h = big_slot(p);
+
+		if (unlikely(atomic_load_explicit(&big_ptr[h], memory_order_relaxed) ==
+			     (uintptr_t)p))
+			note_big_free(p, h);
+	}
+	count_call(PT_PRELOAD_REC_FREE, 0, p, 0, NULL);
+}
+
+/* --- the wrappers ----------------------------------------------------------------------- */
+
+EXPORT void *malloc(size_t size)
+{
+	void *p;
+
+	if (unlikely(!resolved()))
+		return boot_alloc(size, 16);
+	p = real_malloc(size);
+	note_alloc(p, size, 0, NULL);
+	after_call();
+	return p;
+}
+
+EXPORT void free(void *p)
+{
+	if (unlikely(in_boot_arena(p)))
+		return;
+	if (unlikely(!resolved()))
+		return;		/* cannot be ours to free before anything was resolved */
+	note_free(p);
+	real_free(p);
+	after_call();
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	size_t total;
+	void *p;
+
+	if (unlikely(!resolved())) {
+		if (__builtin_mul_overflow(n, size, &total))
+			return NULL;
+		return boot_alloc(total, 16);	/* static memory: already zero */
+	}
+	p = real_calloc(n, size);
+	if (p && !__builtin_mul_overflow(n, size, &total))
+		note_alloc(p, total, PT_PRELOAD_F_CALLOC, NULL);
+	after_call();
+	return p;
+}
+
+EXPORT void *realloc(void *old, size_t size)
+{
+	void *p;
+
+	if (unlikely(in_boot_arena(old))) {
+		size_t old_size = ((size_t *)old)[-1];
+
+		p = malloc(size);
+		if (p)
+			memcpy(p, old, old_size < size ? old_size : size);
+		return p;
+	}
+	if (unlikely(!resolved()))
+		return old ? NULL : boot_alloc(size, 16);
+	if (old)
+		note_free(old);
+	p = real_realloc(old, size);
+	note_alloc(p, size, PT_PRELOAD_F_REALLOC, old);
+	after_call();
+	return p;
+}
+
+EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(old, total);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	int ret;
+
+	if (unlikely(!resolved()) || !real_posix_memalign) {
+		*out = boot_alloc(size, align);
+		return *out ? 0 : ENOMEM;
+	}
+	ret = real_posix_memalign(out, align, size);
+	if (ret == 0)
+		note_alloc(*out, size, PT_PRELOAD_F_ALIGNED, NULL);
+	after_call();
+	return ret;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	void *p;
+
+	if (unlikely(!resolved()) || !real_aligned_alloc)
+		return boot_alloc(size, align);
+	p = real_aligned_alloc(align, size);
+	note_alloc(p, size, PT_PRELOAD_F_ALIGNED, NULL);
+	after_call();
+	return p;
+}
+
+EXPORT void *memalign(size_t align, size_t size)
+{
+	void *p;
+
+	if (unlikely(!resolved()))
+		return boot_alloc(size, align);
+	p = real_memalign(align, size);
+	note_alloc(p, size, PT_PRELOAD_F_ALIGNED, NULL);
+	after_call();
+	return p;
+}
+
+EXPORT void *valloc(size_t size)
+{
+	void *p;
+
+	if (unlikely(!resolved()) || !real_valloc)
+		return boot_alloc(size, 4096);
+	p = real_valloc(size);
+	note_alloc(p, size, PT_PRELOAD_F_ALIGNED, NULL);
+	after_call();
+	return p;
+}
+
+EXPORT void *pvalloc(size_t size)
+{
+	void *p;
+
+	if (unlikely(!resolved()) || !real_pvalloc)
+		return boot_alloc((size + 4095) & ~(size_t)4095, 4096);
+	p = real_pvalloc(size);
+	note_alloc(p, size, PT_PRELOAD_F_ALIGNED, NULL);
+	after_call();
+	return p;
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *p;
+
+	if (unlikely(!resolved()) || !real_mmap)
+		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	p = real_mmap(addr, len, prot, flags, fd, off);
+	/* File mappings are page cache, not ours to tier. */
+	if (p != MAP_FAILED && (flags & MAP_ANONYMOUS)) {
+		int saved = errno;
+
+		emit_now(PT_PRELOAD_REC_MMAP, 0, (uintptr_t)p, len, (uint32_t)prot,
+			 (uint32_t)flags);
+		errno = saved;
+	}
+	after_call();
+	return p;
+}
+
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+	__attribute__((alias("mmap")));
+
+EXPORT int munmap(void *addr, size_t len)
+{
+	int ret;
+
+	if (unlikely(!resolved()) || !real_munmap)
+		return (int)syscall(SYS_munmap, addr, len);
+	ret = real_munmap(addr, len);
+	if (ret == 0 && len) {
+		int saved = errno;
+
+		emit_now(PT_PRELOAD_REC_MUNMAP, 0, (uintptr_t)addr, len, 0, 0);
+		errno = saved;
+	}
+	after_call();
+	return ret;
+}
+
+EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+	void *new_addr = NULL, *p;
+	va_list ap;
+
+	if (flags & MREMAP_FIXED) {
+		va_start(ap, flags);
+		new_addr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (unlikely(!resolved()) || !real_mremap)
+		return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+	p = real_mremap(old, old_len, new_len, flags, new_addr);
+	if (p != MAP_FAILED && new_len) {
+		int saved = errno;
+
+		if (old_len)
+			emit_now(PT_PRELOAD_REC_MREMAP, 0, (uintptr_t)old, old_len, (uintptr_t)p,
+				 new_len);
+		errno = saved;
+	}
+	after_call();
+	return p;
+}
+
+/* --- process lifecycle ------------------------------------------------------------------ */
+
+/*
+ * The child of fork() shares the parent's ring (a MAP_SHARED memfd): it must stop writing to
+ * it at once, and registers a ring of its own at its first tick, so that a fork followed by
+ * exec (where the new image registers anyway) costs nothing.
+ */
+static void atfork_child(void)
+{
+	struct ring *r = atomic_load(&g_ring);
+
+	atomic_store(&g_ring, NULL);
+	if (r)
+		do_munmap(r->hdr, r->bytes);
+	if (g_sock >= 0)
+		drop_sock();
+	ts.n = 0;
+	ts.countdown = 1;	/* the first hooked call ticks */
+	ts.tid = 0;
+	atomic_store(&g_req_seen, 0);
+	atomic_store(&g_last_tick_ns, 0);
+	atomic_store(&g_last_attempt_ns, 0);
+	atomic_store(&g_state, g_disabled || atomic_load(&g_state) == ST_REJECTED ?
+		     ST_REJECTED : ST_NONE);
+}
+
+__attribute__((constructor)) static void pagetier_init(void)
+{
+	const char *off = getenv("PAGETIER_PRELOAD_DISABLE");
+
+	resolve();
+	if (off && *off && *off != '0') {
+		g_disabled = true;
+		atomic_store(&g_state, ST_REJECTED);
+		return;
+	}
+	g_have_key = pthread_key_create(&g_thread_key, thread_exit) == 0;
+	pthread_atfork(NULL, NULL, atfork_child);
+	try_register();
+}

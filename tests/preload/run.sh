@@ -1,0 +1,184 @@
+#!/bin/bash
+# Host tests of libpagetier.so: real programs, unmodified, run three ways and their output
+# compared:
+#   plain        without the library
+#   passthrough  LD_PRELOAD, no daemon listening (the library must be a pass-through)
+#   daemon       LD_PRELOAD, registered with pt_testd (daemon/preload_server.c standalone),
+#                which also asks for malloc_trim and wake signals while they run
+# Workloads: lib_check (every wrapper's semantics, threads, fork), python3, sqlite3,
+# redis-server driven by redis-benchmark and redis-cli (loopback only, bounded).
+#
+#   tests/preload/run.sh [BUILD_DIR]      (default: build/ of this tree)
+set -u
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+B=${1:-$ROOT/build}
+B=$(mkdir -p "$B" && cd "$B" && pwd)
+LIB=$B/lib/libpagetier.so
+TESTD=$B/preload/pt_testd
+LIBCHECK=$B/preload/lib_check
+CFLAGS_T="-std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow -D_GNU_SOURCE"
+TMP=$(mktemp -d /tmp/pagetier-preload-XXXXXX)
+PASS=0
+FAIL=0
+SKIP=0
+TESTD_PID=
+REDIS_PID=
+
+cleanup() {
+	[ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null
+	[ -n "$TESTD_PID" ] && kill "$TESTD_PID" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ok()   { echo "ok - $*"; PASS=$((PASS + 1)); }
+nok()  { echo "not ok - $*"; FAIL=$((FAIL + 1)); }
+skip() { echo "ok - # SKIP $*"; SKIP=$((SKIP + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else nok "$what"; fi; }
+
+# --- build -------------------------------------------------------------------------------
+cd "$ROOT" || exit 1
+make -s -C libpreload O="$B/lib" || { echo "building libpagetier.so failed" >&2; exit 1; }
+mkdir -p "$B/preload"
+cc $CFLAGS_T -Wformat=2 -Wno-format-nonliteral -Idaemon -Ikmod/uapi -o "$TESTD" \
+	tests/preload/testd.c daemon/preload_server.c daemon/preload_decode.c daemon/log.c ||
+	{ echo "building pt_testd failed" >&2; exit 1; }
+# -fno-builtin: the compiler must not fold malloc/free pairs away.
+cc $CFLAGS_T -fno-builtin -pthread -o "$LIBCHECK" tests/preload/lib_check.c ||
+	{ echo "building lib_check failed" >&2; exit 1; }
+
+# --- modes -------------------------------------------------------------------------------
+# with_mode MODE CMD...: runs CMD with the environment of MODE.
+with_mode() {
+	local mode=$1; shift
+	case $mode in
+	plain)       env -u LD_PRELOAD "$@" ;;
+	passthrough) env LD_PRELOAD="$LIB" PAGETIER_PRELOAD_SOCK="$TMP/nobody-listens.sock" "$@" ;;
+	daemon)      env LD_PRELOAD="$LIB" PAGETIER_PRELOAD_SOCK="$TMP/d.sock" "$@" ;;
+	esac
+}
+
+start_testd() {
+	rm -f "$TMP/report"
+	"$TESTD" --sock "$TMP/d.sock" --report "$TMP/report" --trim-every 200 --wake-every 300 \
+		--check-maps 2>"$TMP/testd.err" &
+	TESTD_PID=$!
+	for _ in $(seq 50); do [ -S "$TMP/d.sock" ] && return 0; sleep 0.1; done
+	return 1
+}
+
+stop_testd() {
+	sleep 0.2	# one more drain
+	kill -TERM "$TESTD_PID"; wait "$TESTD_PID"; TESTD_PID=
+}
+
+val() { awk -v k="$1" '$1 == k { print $2 }' "$TMP/report"; }
+
+# Checks what the test daemon saw for workload $1.
+check_report() {
+	local name=$1 rej=0 k
+	for k in size type flags range stalled; do rej=$((rej + $(val rejected_$k))); done
+	echo "# $name daemon: peers=$(val peers_registered) records=$(val records)" \
+	     "alloc=$(val rec_alloc) free=$(val rec_free) mmap=$(val rec_mmap)" \
+	     "munmap=$(val rec_munmap) mremap=$(val rec_mremap) heartbeat=$(val rec_heartbeat)" \
+	     "wakes=$(val wake_heartbeats)/$(val wake_requests) trims=$(val trims)/$(val trim_requests)" \
+	     "dropped=$(val producer_dropped) rejected=$rej bad_hellos=$(val bad_hellos)" \
+	     "outside_maps=$(val outside_maps)/$(val maps_checked)"
+	check "$name: registered with the daemon" [ "$(val peers_registered)" -ge 1 ]
+	check "$name: records received" [ "$(val records)" -gt 0 ]
+	check "$name: no record rejected by the decoder" [ "$rej" -eq 0 ]
+}
+
+timed() {	# timed OUTFILE CMD...: runs, stores stdout, prints wall seconds
+	local out=$1; shift
+	local t0 t1
+	t0=$(date +%s.%N)
+	"$@" >"$out" 2>"$out.err"
+	local rc=$?
+	t1=$(date +%s.%N)
+	echo "$rc $(echo "$t1 - $t0" | bc)"
+}
+
+# run_workload NAME CMD...: the three modes, outputs compared.
+run_workload() {
+	local name=$1; shift
+	local mode r
+	for mode in plain passthrough daemon; do
+		[ $mode = daemon ] && { start_testd || { nok "$name: pt_testd did not start"; return; }; }
+		r=$(timed "$TMP/$name.$mode.out" with_mode $mode "$@")
+		[ $mode = daemon ] && stop_testd
+		echo "# $name $mode: exit ${r% *}, ${r#* } s"
+		check "$name $mode: exit status 0" [ "${r% *}" = 0 ]
+		if [ $mode != plain ]; then
+			check "$name $mode: output identical to plain" \
+				cmp -s "$TMP/$name.plain.out" "$TMP/$name.$mode.out"
+		fi
+		[ $mode = daemon ] && check_report "$name"
+	done
+}
+
+# --- lib_check: semantics of every wrapper -----------------------------------------------
+run_workload lib_check "$LIBCHECK"
+tail -1 "$TMP/lib_check.daemon.out" | sed 's/^/# lib_check daemon: /'
+check "lib_check: parent and forked child both registered" [ "$(val peers_registered)" -ge 2 ]
+check "lib_check: big allocations reported (>= 100)" [ "$(val big_allocs)" -ge 100 ]
+check "lib_check: mmap/mremap/munmap reported (>= 100 each)" \
+	[ "$(val rec_mmap)" -ge 100 -a "$(val rec_mremap)" -ge 100 -a "$(val rec_munmap)" -ge 100 ]
+check "lib_check: trim requests served" [ "$(val trims)" -ge 1 ]
+check "lib_check: wake requests answered" [ "$(val wake_heartbeats)" -ge 1 ]
+
+# --- python3 -----------------------------------------------------------------------------
+PY=/usr/bin/python3
+[ -x $PY ] || PY=$(command -v python3)
+run_workload python "$PY" "$ROOT/tests/preload/workload.py"
+
+# --- sqlite3 -----------------------------------------------------------------------------
+sqlite_run() { rm -f "$TMP/db"; sqlite3 "$TMP/db" <"$ROOT/tests/preload/workload.sql"; }
+if command -v sqlite3 >/dev/null; then
+	export -f sqlite_run; export TMP ROOT
+	run_workload sqlite3 bash -c sqlite_run
+else
+	skip "sqlite3 not installed (apt-get install sqlite3)"
+fi
+
+# --- redis -------------------------------------------------------------------------------
+# redis_run: a server on a loopback port, a bounded redis-benchmark, then fixed commands whose
+# replies are the output, a BGSAVE (a fork of the server), shutdown. Every program of it runs
+# in the mode's environment (with_mode wraps this whole function).
+redis_run() {
+	local port=$((20000 + RANDOM % 20000)) i
+	local dir; dir=$(mktemp -d "$TMP/redis.XXXX")
+	redis-server --port $port --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" \
+		--dbfilename dump.rdb --daemonize no --loglevel warning >"$dir/log" 2>&1 &
+	local pid=$!
+	for i in $(seq 50); do redis-cli -p $port PING 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+	timeout 120 redis-benchmark -h 127.0.0.1 -p $port -n 20000 -c 8 -q \
+		-t set,get,incr,lpush,lpop,lrange_100 >"$TMP/redis-bench.$$" 2>&1 ||
+		echo "redis-benchmark failed"
+	redis-cli -p $port <"$ROOT/tests/preload/redis.cmds"
+	redis-cli -p $port BGSAVE >/dev/null
+	for i in $(seq 100); do
+		redis-cli -p $port INFO persistence | grep -q 'rdb_bgsave_in_progress:0' && break
+		sleep 0.1
+	done
+	redis-cli -p $port INFO persistence | grep -o 'rdb_last_bgsave_status:ok'
+	redis-cli -p $port SHUTDOWN NOSAVE >/dev/null 2>&1
+	wait $pid
+	sed 's/^/# redis-benchmark: /' "$TMP/redis-bench.$$" | tr '\r' '\n' | grep -v '^# redis-benchmark: *$' | grep 'requests per second' >&2
+}
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+	export -f redis_run; export TMP ROOT
+	run_workload redis bash -c redis_run
+	for m in plain passthrough daemon; do
+		sed "s/^/# $m /" "$TMP/redis.$m.out.err" | tr -s ' ' | head -6
+	done
+	check "redis: BGSAVE (a forked server child) worked under the library" \
+		grep -q 'rdb_last_bgsave_status:ok' "$TMP/redis.daemon.out"
+else
+	skip "redis not installed (apt-get install redis-server)"
+fi
+
+echo "$PASS passed, $FAIL failed, $SKIP skipped"
+[ "$FAIL" = 0 ]
