@@ -64,6 +64,12 @@ struct pt_context {
 	/* Reclaim passes left to drop the written-back swap cache after an offload. */
 	int settle_passes;
 
+	/* Wake sources. */
+	char wake_source[48];		/* what detected the last wake */
+	uint64_t bpf_events[8];		/* by enum pt_bpf_event_type */
+	uint64_t preload_records;
+	uint64_t last_wakeup_ms;	/* last BPF task-wakeup event while idle */
+
 	/* Counters. */
 	uint64_t n_offloads;
 	uint64_t n_wakes;

@@ -22,10 +22,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "bpf_loader.h"
 #include "config.h"
 #include "context.h"
 #include "kmod_client.h"
 #include "log.h"
+#include "preload_server.h"
 #include "status.h"
 #include "worker.h"
 
@@ -41,6 +43,10 @@ struct pt_daemon {
 	int kmod_fd;
 	int epfd, tfd, sfd, lfd;
 	struct pt_workers workers;
+	struct pt_bpf *bpf;			/* NULL: BPF unavailable */
+	struct pt_preload_server *preload;	/* NULL: no preload socket */
+	char preload_path[PATH_MAX];
+	bool use_bpf;
 	char sock_path[PATH_MAX];
 	bool running;
 };
@@ -100,6 +106,9 @@ static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
 	}
 	ctx = &d->ctxs[d->n_ctxs++];
 	pt_context_init(ctx, p, d->cfg.cgroup_root, relpath, id, pt_now_ms());
+	if (d->bpf && pt_bpf_add_cgroup(d->bpf, id))
+		pt_warn("%s: cannot add cgroup %llu to the BPF filter: wake detection by CPU sampling only",
+			p->name, (unsigned long long)id);
 	pt_info("%s: tracking cgroup %s (id %llu, %s, idle after %llu ms)", p->name, relpath,
 		(unsigned long long)id, pt_class_name(p->class),
 		(unsigned long long)p->idle_threshold_ms);
@@ -142,9 +151,94 @@ static void action_done(struct pt_job *job, void *arg)
 static void drop_ctx(struct pt_daemon *d, size_t i, const char *why)
 {
 	pt_info("%s: no longer tracking %s (%s)", d->ctxs[i].policy.name, d->ctxs[i].relpath, why);
+	if (d->bpf)
+		pt_bpf_del_cgroup(d->bpf, d->ctxs[i].cgroup_id);
 	pt_context_release(&d->ctxs[i]);
 	d->ctxs[i] = d->ctxs[d->n_ctxs - 1];
 	d->n_ctxs--;
+}
+
+/* An external wake signal for @ctx (BPF event, preload activity): prefetch at once. */
+static void wake_by(struct pt_daemon *d, struct pt_context *ctx, const char *source)
+{
+	if (pt_idle_poke(&ctx->idle, pt_now_ms()) != PT_EV_WOKE)
+		return;
+	pt_info("%s: wake detected by %s", ctx->policy.name, source);
+	snprintf(ctx->wake_source, sizeof(ctx->wake_source), "%s", source);
+	submit(d, pt_context_prefetch(ctx));
+}
+
+/*
+ * A packet for the container, a swap-in or a page fault of one of its tasks is demand: it
+ * wakes an idle context at once. A task wakeup alone may be a periodic timer of an idle
+ * service, so it takes a second one within PT_WAKEUP_PAIR_MS to count.
+ */
+#define PT_WAKEUP_PAIR_MS 300
+
+static int on_bpf_event(const struct pt_bpf_event *e, void *arg)
+{
+	struct pt_daemon *d = arg;
+	struct pt_context *ctx = find_ctx_by_id(d, e->cgroup_id);
+	uint64_t now = pt_now_ms();
+
+	if (!ctx || e->type >= PT_BPF_EV_MAX)
+		return 0;
+	ctx->bpf_events[e->type]++;
+	if (ctx->idle.state != PT_STATE_IDLE)
+		return 0;
+	switch (e->type) {
+	case PT_BPF_EV_NET:
+		wake_by(d, ctx, "ingress packet (bpf)");
+		break;
+	case PT_BPF_EV_SWAPIN:
+		wake_by(d, ctx, "swap-in (bpf)");
+		break;
+	case PT_BPF_EV_FAULT:
+		wake_by(d, ctx, "page fault (bpf)");
+		break;
+	case PT_BPF_EV_WAKEUP:
+		if (ctx->last_wakeup_ms && now - ctx->last_wakeup_ms <= PT_WAKEUP_PAIR_MS)
+			wake_by(d, ctx, "task wakeups (bpf)");
+		ctx->last_wakeup_ms = now;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* The context a cgroup path ("/a/b") belongs to: its own, or its nearest tracked ancestor. */
+static struct pt_context *ctx_of_path(struct pt_daemon *d, const char *cgroup)
+{
+	for (size_t i = 0; i < d->n_ctxs; i++) {
+		size_t n = strlen(d->ctxs[i].relpath);
+
+		if (strncmp(d->ctxs[i].relpath, cgroup, n) == 0 &&
+		    (cgroup[n] == '\0' || cgroup[n] == '/'))
+			return &d->ctxs[i];
+	}
+	return NULL;
+}
+
+static bool preload_optin(pid_t pid, const char *cgroup, void *arg)
+{
+	(void)pid;
+	return ctx_of_path(arg, cgroup) != NULL;
+}
+
+static void on_preload_record(pid_t pid, const char *cgroup, const struct pt_preload_event *ev,
+			      void *arg)
+{
+	struct pt_daemon *d = arg;
+	struct pt_context *ctx = ctx_of_path(d, cgroup);
+
+	(void)pid;
+	(void)ev;
+	if (!ctx)
+		return;
+	ctx->preload_records++;
+	if (ctx->idle.state == PT_STATE_IDLE)
+		wake_by(d, ctx, "allocator activity (preload)");
 }
 
 static void rescan(struct pt_daemon *d)
@@ -157,11 +251,29 @@ static void rescan(struct pt_daemon *d)
 			drop_ctx(d, i, "cgroup gone or no longer opted in");
 }
 
+/*
+ * Idle: preloaded processes drop their freed heap (malloc_trim) rather than have it written
+ * to the tier, and ring the doorbell at their next allocator call, a wake signal.
+ */
+static void preload_idle(struct pt_daemon *d, struct pt_context *ctx)
+{
+	pid_t pids[256];
+	int n = pt_cgroup_pids(ctx->dir, pids, 256);
+
+	for (int i = 0; i < n; i++) {
+		pt_preload_server_request_trim(d->preload, pids[i]);
+		pt_preload_server_arm_wake(d->preload, pids[i]);
+	}
+}
+
 static void tick(struct pt_daemon *d)
 {
 	uint64_t now;
 
 	rescan(d);
+	/* Rings have no per-record doorbell: drain them every tick as well. */
+	if (d->preload)
+		pt_preload_server_drain(d->preload, on_preload_record, d);
 	now = pt_now_ms();
 	for (size_t i = d->n_ctxs; i-- > 0;) {
 		struct pt_context *ctx = &d->ctxs[i];
@@ -178,8 +290,12 @@ static void tick(struct pt_daemon *d)
 		if (ev == PT_EV_WENT_IDLE) {
 			pt_info("%s: idle for %llu ms", ctx->policy.name,
 				(unsigned long long)ctx->policy.idle_threshold_ms);
+			if (d->preload)
+				preload_idle(d, ctx);
 			submit(d, pt_context_offload(ctx));
 		} else if (ev == PT_EV_WOKE) {
+			pt_info("%s: wake detected by CPU usage", ctx->policy.name);
+			snprintf(ctx->wake_source, sizeof(ctx->wake_source), "cpu usage");
 			submit(d, pt_context_prefetch(ctx));
 		} else if (ctx->idle.state == PT_STATE_IDLE) {
 			submit(d, pt_context_settle(ctx));
@@ -307,6 +423,16 @@ static int ctl_listen(struct pt_daemon *d)
 		return rc;
 	}
 	d->lfd = fd;
+
+	snprintf(d->preload_path, sizeof(d->preload_path), "%s/preload.sock", d->cfg.runtime_dir);
+	if (pt_preload_server_open(&d->preload, d->preload_path, NULL, preload_optin, d)) {
+		pt_warn("cannot listen on %s: preloaded processes run as pass-through",
+			d->preload_path);
+		d->preload = NULL;
+	} else {
+		pt_info("preload socket %s (LD_PRELOAD=libpagetier.so with PAGETIER_PRELOAD_SOCK)",
+			d->preload_path);
+	}
 	return 0;
 }
 
@@ -330,6 +456,15 @@ static void report_backend(struct pt_daemon *d)
 	} else {
 		pt_info("backend: plain swap (%s: %s); per-container tier counters unavailable",
 			PT_CTL_DEV, strerror(-d->kmod_fd));
+	}
+	if (d->use_bpf) {
+		char report[512];
+		int rc = pt_bpf_open(&d->bpf, report, sizeof(report));
+
+		if (rc)
+			pt_warn("BPF unavailable (%s): wake detection by CPU sampling only", report);
+		else
+			pt_info("BPF wake sources attached: %s", report);
 	}
 	if (lines <= 1)
 		pt_warn("no swap device is active (/proc/swaps is empty): offload cannot move anything; swapon a pagetier tier or another swap device");
@@ -368,6 +503,14 @@ static int setup_loop(struct pt_daemon *d)
 	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->lfd, &ev);
 	ev.data.fd = d->workers.efd;
 	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->workers.efd, &ev);
+	if (d->bpf) {
+		ev.data.fd = pt_bpf_fd(d->bpf);
+		epoll_ctl(d->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	}
+	if (d->preload) {
+		ev.data.fd = pt_preload_server_fd(d->preload);
+		epoll_ctl(d->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	}
 	return 0;
 }
 
@@ -410,7 +553,8 @@ static void usage(FILE *out)
 		"  --config-dir DIR   configuration directory (default /etc/pagetier)\n"
 		"  --check-config     validate the configuration and exit (0: valid)\n"
 		"  --log-level LEVEL  error, warn, info or debug (overrides the config)\n"
-		"  --no-mlock         do not lock the daemon in memory (for sanitizer builds)\n");
+		"  --no-mlock         do not lock the daemon in memory (for sanitizer builds)\n"
+		"  --no-bpf           do not load the BPF wake sources (CPU sampling only)\n");
 }
 
 int main(int argc, char **argv)
@@ -420,6 +564,7 @@ int main(int argc, char **argv)
 		{ "check-config", no_argument, NULL, 'C' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "no-mlock", no_argument, NULL, 'M' },
+		{ "no-bpf", no_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -431,7 +576,8 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "c:Cl:Mh", opts, NULL)) != -1) {
+	d.use_bpf = true;
+	while ((c = getopt_long(argc, argv, "c:Cl:MBh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			d.config_dir = optarg;
@@ -444,6 +590,9 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			lock = false;
+			break;
+		case 'B':
+			d.use_bpf = false;
 			break;
 		case 'h':
 			usage(stdout);
@@ -482,7 +631,6 @@ int main(int argc, char **argv)
 	if (lock && mlockall(MCL_CURRENT | MCL_FUTURE))
 		pt_warn("mlockall failed (%s): the daemon may be paged out under pressure",
 			strerror(errno));
-	report_backend(&d);
 	/*
 	 * Signals are read from a signalfd by the loop: block them before any worker thread
 	 * exists, so that threads inherit the mask and no signal is delivered to a worker.
@@ -490,6 +638,7 @@ int main(int argc, char **argv)
 	daemon_signals(&sigs);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	report_backend(&d);
 	rc = ctl_listen(&d);
 	if (!rc)
 		rc = pt_workers_start(&d.workers, PT_WORKER_THREADS);
@@ -525,6 +674,11 @@ int main(int argc, char **argv)
 				ctl_accept(&d);
 			} else if (fd == d.workers.efd) {
 				pt_workers_reap(&d.workers, &d);
+			} else if (d.bpf && fd == pt_bpf_fd(d.bpf)) {
+				pt_bpf_poll(d.bpf, on_bpf_event, &d);
+			} else if (d.preload && fd == pt_preload_server_fd(d.preload)) {
+				pt_preload_server_accept(d.preload);
+				pt_preload_server_drain(d.preload, on_preload_record, &d);
 			}
 		}
 	}
@@ -532,6 +686,10 @@ int main(int argc, char **argv)
 		d.n_ctxs);
 	/* Actions in flight finish (an interrupted MADV_PAGEOUT is harmless, but wait). */
 	pt_workers_stop(&d.workers, &d);
+	if (d.bpf)
+		pt_bpf_close(d.bpf);
+	if (d.preload)
+		pt_preload_server_close(d.preload);
 	for (size_t i = 0; i < d.n_ctxs; i++)
 		pt_context_release(&d.ctxs[i]);
 	free(d.ctxs);

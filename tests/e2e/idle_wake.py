@@ -233,6 +233,11 @@ def main():
                                   stdout=log, stderr=subprocess.STDOUT)
         tap.ok(wait_for(lambda: status_json(runtime) is not None, 10),
                "pagetierd is up and answers pagetierctl")
+        with open(os.path.join(work, "pagetierd.log")) as f:
+            dlog = f.read()
+        tap.ok("BPF wake sources attached" in dlog,
+               "pagetierd attached its BPF wake sources on this kernel", dlog)
+        tap.diag("".join(l for l in dlog.splitlines(True) if "BPF" in l))
 
         for name in OPTED_IN + [LEFT_OUT]:
             loads[name] = start_workload(name, args.size, work)
@@ -310,6 +315,8 @@ def main():
         woke = wait_for(lambda: all((status_json(runtime) or {}).get(n, {}).get("wakes", 0) >= 1
                                     for n in OPTED_IN), 10)
         st = status_json(runtime) or {}
+        tap.diag("wake detected by: " +
+                 ", ".join(f"{n}: {st.get(n, {}).get('wake_source')}" for n in OPTED_IN))
         for n in OPTED_IN:
             tap.ok(bool(woke) and st.get(n, {}).get("prefetch_requested_bytes", 0) > 0,
                    f"{n}: pagetierd saw the wake and prefetched (MADV_WILLNEED)",
