@@ -23,6 +23,9 @@ void pt_config_defaults(struct pt_config *cfg)
 	snprintf(cfg->cgroup_root, sizeof(cfg->cgroup_root), "/sys/fs/cgroup");
 	snprintf(cfg->runtime_dir, sizeof(cfg->runtime_dir), "/run/pagetier");
 	cfg->poll_interval_ms = 500;
+	cfg->scan_interval_ms = 1000;
+	cfg->chunk_shift = 16;
+	cfg->offload_rate = 128ULL << 20;
 	cfg->default_idle_ms = 30000;
 	cfg->log_level = PT_LOG_INFO;
 }
@@ -207,6 +210,27 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 			cfg->poll_interval_ms = v;
+		} else if (strcmp(name, "scan_interval") == 0) {
+			if (pt_parse_duration_ms(value, &v) || v < 100 || v > 600000) {
+				add_error(st, "scan_interval must be a duration from 100ms to 10m (e.g. 1s), got '%s'",
+					  value);
+				return 0;
+			}
+			cfg->scan_interval_ms = v;
+		} else if (strcmp(name, "chunk_size") == 0) {
+			if (pt_parse_size(value, &v) || v < 4096 || v > (2ULL << 20) || (v & (v - 1))) {
+				add_error(st, "chunk_size must be a power of two from 4K to 2M (e.g. 64K), got '%s'",
+					  value);
+				return 0;
+			}
+			cfg->chunk_shift = (unsigned int)__builtin_ctzll(v);
+		} else if (strcmp(name, "offload_rate") == 0) {
+			if (pt_parse_size(value, &v) || v < (1ULL << 20)) {
+				add_error(st, "offload_rate must be a size per second of at least 1M (e.g. 128M), got '%s'",
+					  value);
+				return 0;
+			}
+			cfg->offload_rate = v;
 		} else if (strcmp(name, "log_level") == 0) {
 			if (pt_log_parse_level(value, &cfg->log_level)) {
 				add_error(st, "log_level must be error, warn, info or debug, got '%s'",
@@ -214,7 +238,7 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 		} else {
-			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, log_level)",
+			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, log_level)",
 				  name);
 			return 0;
 		}
@@ -315,6 +339,13 @@ static int policy_handler(struct parse_state *st, const char *section, const cha
 			add_error(st, "prefetch must be yes or no, got '%s'", value);
 			return 0;
 		}
+	} else if (strcmp(name, "cold_after") == 0) {
+		if (pt_parse_duration_ms(value, &v) && strcmp(value, "0")) {
+			add_error(st, "cold_after must be a duration (e.g. 2s) or 0 (off), got '%s'",
+				  value);
+			return 0;
+		}
+		p->cold_after_ms = strcmp(value, "0") ? v : 0;
 	} else if (strcmp(name, "offload_cap") == 0) {
 		if (pt_parse_size(value, &v)) {
 			add_error(st, "offload_cap must be a size (e.g. 2G, 0 for no cap), got '%s'",
@@ -323,7 +354,7 @@ static int policy_handler(struct parse_state *st, const char *section, const cha
 		}
 		p->offload_cap_bytes = v;
 	} else {
-		add_error(st, "unknown key '%s' in [%s] (known: match_cgroup, match_id, class, idle_threshold, resident_floor, prefetch, offload_cap)",
+		add_error(st, "unknown key '%s' in [%s] (known: match_cgroup, match_id, class, idle_threshold, resident_floor, prefetch, offload_cap, cold_after)",
 			  name, section);
 		return 0;
 	}

@@ -8,6 +8,9 @@
  *   runtime_dir = /run/pagetier           match_id = 3f2a9c01ab77         below cgroup_root)
  *   poll_interval = 500ms                 class = besteffort | critical
  *   log_level = info                      idle_threshold = 30s
+ *   scan_interval = 1s                    cold_after = 0                (0: only at idle)
+ *   chunk_size = 64K
+ *   offload_rate = 128M
  *   [defaults]                            resident_floor = 0
  *   idle_threshold = 30s                  prefetch = yes
  *                                         offload_cap = 0               (0: no cap)
@@ -40,6 +43,7 @@ struct pt_policy {
 	uint64_t resident_floor_bytes;
 	bool prefetch;
 	uint64_t offload_cap_bytes;	/* 0: no cap */
+	uint64_t cold_after_ms;		/* offload chunks unused this long while active; 0: off */
 	unsigned int set_mask;		/* which keys the file set, for defaults */
 };
 
@@ -47,6 +51,9 @@ struct pt_config {
 	char cgroup_root[PATH_MAX];
 	char runtime_dir[PATH_MAX];
 	uint64_t poll_interval_ms;
+	uint64_t scan_interval_ms;	/* one hotness epoch */
+	unsigned int chunk_shift;	/* log2 of the hotness chunk size */
+	uint64_t offload_rate;		/* bytes/s of cold offload per container, at most */
 	uint64_t default_idle_ms;
 	enum pt_log_level log_level;
 	struct pt_policy *policies;

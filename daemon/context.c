@@ -28,8 +28,16 @@ uint64_t pt_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Model size: enough chunks for 256 GiB of 64 KiB chunks, allocated as it grows. */
+#define PT_HOT_MAX_CHUNKS (1U << 22)
+/* Chunks used this many epochs before idle are in the wake set. */
+#define PT_WAKE_RECENT_EPOCHS 5
+/* Prefetch quality is measured over this long after a wake. */
+#define PT_QUALITY_WINDOW_MS 10000
+
 void pt_context_init(struct pt_context *ctx, const struct pt_policy *policy,
-		     const char *cgroup_root, const char *relpath, uint64_t id, uint64_t now_ms)
+		     const char *cgroup_root, const char *relpath, uint64_t id, uint64_t now_ms,
+		     unsigned int chunk_shift)
 {
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->policy = *policy;
@@ -38,6 +46,10 @@ void pt_context_init(struct pt_context *ctx, const struct pt_policy *policy,
 	ctx->cgroup_id = id;
 	ctx->seen = true;
 	pt_idle_init(&ctx->idle, now_ms);
+	ctx->last_scan_ms = now_ms;
+	ctx->hot_ok = pt_hot_init(&ctx->hot, chunk_shift, PT_HOT_MAX_CHUNKS) == 0;
+	if (!ctx->hot_ok)
+		pt_warn("%s: no memory for the hotness model: offload at idle only", policy->name);
 }
 
 static void drop_wake_set(struct pt_context *ctx)
@@ -57,6 +69,9 @@ void pt_context_release(struct pt_context *ctx)
 		ctx->memory_low_set = false;
 	}
 	drop_wake_set(ctx);
+	if (ctx->hot_ok)
+		pt_hot_free(&ctx->hot);
+	ctx->hot_ok = false;
 }
 
 void pt_context_protect(struct pt_context *ctx)
@@ -204,6 +219,111 @@ static void run_settle(struct pt_job *job)
 	a->ms = pt_now_ms() - t0;
 }
 
+/* Worker thread: scan each process's accessed bits (and clear them for the next epoch). */
+static void run_scan(struct pt_job *job)
+{
+	struct pt_action *a = (struct pt_action *)job;
+	uint64_t t0 = pt_now_ms();
+	pid_t *pids = calloc(PT_MAX_PIDS, sizeof(*pids));
+	int n;
+
+	if (!pids) {
+		a->rc = -ENOMEM;
+		return;
+	}
+	n = pt_cgroup_pids(a->dir, pids, PT_MAX_PIDS);
+	if (n < 0) {
+		a->rc = n;
+		free(pids);
+		return;
+	}
+	a->scans = calloc(n ? (size_t)n : 1, sizeof(*a->scans));
+	if (!a->scans) {
+		a->rc = -ENOMEM;
+		free(pids);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		int rc = pt_scan_process(a->scanner, a->kmod_fd, pids[i], a->chunk_shift,
+					 &a->scans[a->n_scans]);
+
+		if (rc == 0)
+			a->n_scans++;
+		else
+			pt_proc_scan_free(&a->scans[a->n_scans]);	/* exited meanwhile */
+	}
+	free(pids);
+	a->ms = pt_now_ms() - t0;
+}
+
+struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind scanner,
+				  int kmod_fd, unsigned int chunk_shift)
+{
+	struct pt_action *a;
+
+	if (!ctx->hot_ok || ctx->busy || ctx->policy.class == PT_CLASS_CRITICAL)
+		return NULL;
+	a = new_action(ctx, PT_JOB_SCAN, run_scan);
+	if (a) {
+		a->scanner = scanner;
+		a->kmod_fd = kmod_fd;
+		a->chunk_shift = chunk_shift;
+	}
+	return a;
+}
+
+/* Worker thread: page out the cold chunks' ranges. */
+static void run_cold(struct pt_job *job)
+{
+	struct pt_action *a = (struct pt_action *)job;
+	uint64_t t0 = pt_now_ms();
+
+	for (int i = 0; i < a->n_set; i++) {
+		int64_t got = pt_proc_advise(&a->set[i], MADV_PAGEOUT);
+
+		if (got > 0)
+			a->bytes += got;
+	}
+	a->ms = pt_now_ms() - t0;
+}
+
+struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval_ms,
+				  uint64_t max_bytes)
+{
+	uint64_t chunk = 1ULL << ctx->hot.chunk_shift, epochs;
+	struct pt_action *a;
+	size_t max;
+	int n;
+
+	if (!ctx->hot_ok || ctx->busy || !ctx->policy.cold_after_ms ||
+	    ctx->policy.class == PT_CLASS_CRITICAL || ctx->idle.state != PT_STATE_ACTIVE)
+		return NULL;
+	/* Never below the floor: what may leave is what is resident above it. */
+	if (ctx->sample.memory_current <= ctx->policy.resident_floor_bytes)
+		return NULL;
+	if (max_bytes > ctx->sample.memory_current - ctx->policy.resident_floor_bytes)
+		max_bytes = ctx->sample.memory_current - ctx->policy.resident_floor_bytes;
+	max = (size_t)(max_bytes / chunk);
+	if (!max)
+		return NULL;
+	epochs = (ctx->policy.cold_after_ms + scan_interval_ms - 1) / scan_interval_ms;
+	a = new_action(ctx, PT_JOB_COLD, run_cold);
+	if (!a)
+		return NULL;
+	a->ids = malloc(max * sizeof(*a->ids));
+	n = a->ids ? pt_hot_cold_chunks(&ctx->hot, (uint32_t)epochs, a->ids, max) : -ENOMEM;
+	if (n > 0)
+		a->n_set = pt_hot_ranges(&ctx->hot, a->ids, (size_t)n, &a->set);
+	if (n <= 0 || a->n_set <= 0) {
+		ctx->busy = false;
+		free(a->ids);
+		free(a);
+		return NULL;
+	}
+	a->n_ids = (size_t)n;
+	return a;
+}
+
 struct pt_action *pt_context_offload(struct pt_context *ctx)
 {
 	uint64_t budget;
@@ -222,6 +342,9 @@ struct pt_action *pt_context_offload(struct pt_context *ctx)
 	if (a) {
 		a->budget = budget;
 		a->keep_wake_set = ctx->policy.prefetch;
+		/* The model's wake set: what was hot before sleep plus what refaulted. */
+		if (ctx->hot_ok && ctx->hot.epochs)
+			pt_hot_record_wake_set(&ctx->hot, PT_WAKE_RECENT_EPOCHS);
 	}
 	return a;
 }
@@ -244,11 +367,23 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx)
 	a = new_action(ctx, PT_JOB_PREFETCH, run_prefetch);
 	if (!a)
 		return NULL;
-	/* The wake set moves to the job: one prefetch per idle period. */
-	a->set = ctx->wake_set;
-	a->n_set = ctx->n_wake_set;
-	ctx->wake_set = NULL;
-	ctx->n_wake_set = 0;
+	/*
+	 * The model's wake set, hottest first, when it has one; otherwise everything the
+	 * idle offload advised. Either moves to the job: one prefetch per idle period.
+	 */
+	if (ctx->hot_ok && ctx->hot.n_wake_set) {
+		a->n_set = pt_hot_ranges(&ctx->hot, ctx->hot.wake_set, ctx->hot.n_wake_set,
+					 &a->set);
+		if (a->n_set < 0)
+			a->n_set = 0;
+		drop_wake_set(ctx);
+	}
+	if (!a->n_set) {
+		a->set = ctx->wake_set;
+		a->n_set = ctx->n_wake_set;
+		ctx->wake_set = NULL;
+		ctx->n_wake_set = 0;
+	}
 	return a;
 }
 
@@ -277,6 +412,8 @@ static void apply_offload(struct pt_context *ctx, struct pt_action *a)
 	ctx->last_offload_ms = a->ms;
 	ctx->reclaimed = 0;
 	ctx->settle_passes = PT_SETTLE_PASSES;
+	if (ctx->hot_ok)
+		pt_hot_evict_all(&ctx->hot);
 	pt_info("%s: idle: paged out %llu MiB of anonymous memory (%d processes, %llu ms)",
 		ctx->policy.name, (unsigned long long)(a->bytes >> 20), a->n_procs,
 		(unsigned long long)a->ms);
@@ -287,6 +424,9 @@ static void apply_prefetch(struct pt_context *ctx, struct pt_action *a)
 	ctx->prefetch_requested = (uint64_t)a->bytes;
 	ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
 	pt_idle_wake_done(&ctx->idle);
+	if (ctx->hot_ok)
+		pt_hot_prefetched(&ctx->hot, (uint32_t)(PT_QUALITY_WINDOW_MS /
+				  (ctx->scan_interval_ms ? ctx->scan_interval_ms : 1000)));
 	pt_info("%s: wake: prefetched %llu MiB (MADV_WILLNEED, %llu ms), %llu ms after the wake was seen",
 		ctx->policy.name, (unsigned long long)(a->bytes >> 20), (unsigned long long)a->ms,
 		(unsigned long long)ctx->last_wake_ms);
@@ -309,6 +449,28 @@ static void apply_settle(struct pt_context *ctx, struct pt_action *a)
 			(unsigned long long)(ctx->reclaimed >> 20));
 }
 
+static void apply_scan(struct pt_context *ctx, struct pt_action *a)
+{
+	int refaults;
+
+	if (a->rc || !ctx->hot_ok)
+		return;
+	refaults = pt_hot_apply_scans(&ctx->hot, a->scans, a->n_scans);
+	ctx->scans++;
+	if (refaults > 0)
+		pt_debug("%s: %d chunks refaulted this epoch", ctx->policy.name, refaults);
+}
+
+static void apply_cold(struct pt_context *ctx, struct pt_action *a)
+{
+	pt_hot_evicted(&ctx->hot, a->ids, a->n_ids);
+	ctx->hot.cold_offloaded += a->n_ids;
+	ctx->cold_offloaded_bytes += (uint64_t)a->bytes;
+	pt_info("%s: active: paged out %llu MiB of cold chunks (%zu chunks, %llu ms)",
+		ctx->policy.name, (unsigned long long)(a->bytes >> 20), a->n_ids,
+		(unsigned long long)a->ms);
+}
+
 void pt_context_apply(struct pt_context *ctx, struct pt_action *a)
 {
 	if (ctx) {
@@ -319,9 +481,17 @@ void pt_context_apply(struct pt_context *ctx, struct pt_action *a)
 			apply_offload(ctx, a);
 		else if (a->kind == PT_JOB_PREFETCH)
 			apply_prefetch(ctx, a);
-		else
+		else if (a->kind == PT_JOB_SCAN)
+			apply_scan(ctx, a);
+		else if (a->kind == PT_JOB_COLD && ctx->hot_ok)
+			apply_cold(ctx, a);
+		else if (a->kind == PT_JOB_SETTLE)
 			apply_settle(ctx, a);
 	}
 	free_set(a->set, a->n_set);
+	for (int i = 0; i < a->n_scans; i++)
+		pt_proc_scan_free(&a->scans[i]);
+	free(a->scans);
+	free(a->ids);
 	free(a);
 }

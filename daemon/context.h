@@ -13,10 +13,11 @@
 #include "actuator.h"
 #include "cgroup.h"
 #include "config.h"
+#include "hotness.h"
 #include "idle.h"
 #include "worker.h"
 
-enum pt_job_kind { PT_JOB_OFFLOAD, PT_JOB_PREFETCH, PT_JOB_SETTLE };
+enum pt_job_kind { PT_JOB_OFFLOAD, PT_JOB_PREFETCH, PT_JOB_SETTLE, PT_JOB_SCAN, PT_JOB_COLD };
 
 /*
  * One blocking action on a context, run by the worker pool. It carries copies of what it
@@ -39,6 +40,16 @@ struct pt_action {
 	int rc;
 	uint64_t ms;
 	uint64_t resident_after;	/* settle */
+	/* scan: in */
+	enum pt_scanner_kind scanner;
+	int kmod_fd;
+	unsigned int chunk_shift;
+	/* scan: out */
+	struct pt_proc_scan *scans;
+	int n_scans;
+	/* cold offload: the chunks advised, for the model once done */
+	uint64_t *ids;
+	size_t n_ids;
 };
 
 struct pt_context {
@@ -64,6 +75,14 @@ struct pt_context {
 	/* Reclaim passes left to drop the written-back swap cache after an offload. */
 	int settle_passes;
 
+	/* Hotness: the model of this context's chunks, fed by a scan every epoch. */
+	struct pt_hot hot;
+	bool hot_ok;			/* the model could be allocated */
+	uint64_t last_scan_ms;
+	uint64_t scan_interval_ms;	/* the daemon's, for the quality window */
+	uint64_t scans;
+	uint64_t cold_offloaded_bytes;
+
 	/* Wake sources. */
 	char wake_source[48];		/* what detected the last wake */
 	uint64_t bpf_events[8];		/* by enum pt_bpf_event_type */
@@ -82,7 +101,8 @@ struct pt_context {
 };
 
 void pt_context_init(struct pt_context *ctx, const struct pt_policy *policy,
-		     const char *cgroup_root, const char *relpath, uint64_t id, uint64_t now_ms);
+		     const char *cgroup_root, const char *relpath, uint64_t id, uint64_t now_ms,
+		     unsigned int chunk_shift);
 void pt_context_release(struct pt_context *ctx);
 /* Applies class-specific protection (memory.low for critical containers). */
 void pt_context_protect(struct pt_context *ctx);
@@ -98,6 +118,18 @@ void pt_context_protect(struct pt_context *ctx);
 struct pt_action *pt_context_offload(struct pt_context *ctx);
 struct pt_action *pt_context_prefetch(struct pt_context *ctx);
 struct pt_action *pt_context_settle(struct pt_context *ctx);
+/*
+ * Hotness epoch: scan the processes' accessed bits with @scanner; on apply the model is
+ * updated and, if the policy has cold_after, cold chunks follow (pt_context_cold()).
+ */
+struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind scanner,
+				  int kmod_fd, unsigned int chunk_shift);
+/*
+ * An active context's chunks unused for cold_after: page out at most @max_bytes of them,
+ * coldest first (MADV_PAGEOUT; the model moves them to its history when done).
+ */
+struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval_ms,
+				  uint64_t max_bytes);
 /* Records a finished action's results in @ctx (NULL: the context is gone); frees @a. */
 void pt_context_apply(struct pt_context *ctx, struct pt_action *a);
 

@@ -47,6 +47,7 @@ struct pt_daemon {
 	struct pt_preload_server *preload;	/* NULL: no preload socket */
 	char preload_path[PATH_MAX];
 	bool use_bpf;
+	enum pt_scanner_kind scanner;
 	char sock_path[PATH_MAX];
 	bool running;
 };
@@ -105,7 +106,8 @@ static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
 		d->cap_ctxs = cap;
 	}
 	ctx = &d->ctxs[d->n_ctxs++];
-	pt_context_init(ctx, p, d->cfg.cgroup_root, relpath, id, pt_now_ms());
+	pt_context_init(ctx, p, d->cfg.cgroup_root, relpath, id, pt_now_ms(), d->cfg.chunk_shift);
+	ctx->scan_interval_ms = d->cfg.scan_interval_ms;
 	if (d->bpf && pt_bpf_add_cgroup(d->bpf, id))
 		pt_warn("%s: cannot add cgroup %llu to the BPF filter: wake detection by CPU sampling only",
 			p->name, (unsigned long long)id);
@@ -140,7 +142,13 @@ static void action_done(struct pt_job *job, void *arg)
 	struct pt_action *a = (struct pt_action *)job;
 	struct pt_context *ctx = d ? find_ctx_by_id(d, a->cgroup_id) : NULL;
 
+	enum pt_job_kind kind = a->kind;
+
 	pt_context_apply(ctx, a);
+	if (ctx && kind == PT_JOB_SCAN && !ctx->wake_pending)
+		/* Offload is rate-limited: one scan interval's worth of offload_rate. */
+		submit(d, pt_context_cold(ctx, d->cfg.scan_interval_ms,
+					  d->cfg.offload_rate * d->cfg.scan_interval_ms / 1000));
 	if (ctx && ctx->wake_pending) {
 		/* It woke while the action ran: prefetch now. */
 		ctx->wake_pending = false;
@@ -299,6 +307,15 @@ static void tick(struct pt_daemon *d)
 			submit(d, pt_context_prefetch(ctx));
 		} else if (ctx->idle.state == PT_STATE_IDLE) {
 			submit(d, pt_context_settle(ctx));
+		} else if (ctx->idle.state == PT_STATE_ACTIVE &&
+			   now - ctx->last_scan_ms >= d->cfg.scan_interval_ms) {
+			struct pt_action *a = pt_context_scan(ctx, d->scanner, d->kmod_fd,
+							      d->cfg.chunk_shift);
+
+			if (a) {
+				ctx->last_scan_ms = now;
+				submit(d, a);
+			}
 		}
 	}
 }
@@ -466,6 +483,10 @@ static void report_backend(struct pt_daemon *d)
 		else
 			pt_info("BPF wake sources attached: %s", report);
 	}
+	d->scanner = PT_SCANNER_FALLBACK;
+	pt_info("access scanner: %s, %llu KiB chunks, every %llu ms", pt_scanner_name(d->scanner),
+		(unsigned long long)(1ULL << d->cfg.chunk_shift) >> 10,
+		(unsigned long long)d->cfg.scan_interval_ms);
 	if (lines <= 1)
 		pt_warn("no swap device is active (/proc/swaps is empty): offload cannot move anything; swapon a pagetier tier or another swap device");
 }

@@ -39,11 +39,12 @@ void pt_json_string(FILE *out, const char *s)
 
 void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n)
 {
-	fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %7s %9s  %s\n", "CONTAINER", "CLASS",
-		"STATE", "RESIDENT", "ANON", "SWAPPED", "ON-TIER", "WAKES", "LAST-WAKE", "CGROUP");
+	fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %7s %9s %9s %6s %6s  %s\n", "CONTAINER",
+		"CLASS", "STATE", "RESIDENT", "ANON", "SWAPPED", "ON-TIER", "WAKES", "LAST-WAKE",
+		"REFAULTS", "PREC", "RECALL", "CGROUP");
 	for (size_t i = 0; i < n; i++) {
 		const struct pt_context *c = &ctxs[i];
-		char res[16], anon[16], swp[16], tier[16], wake[24];
+		char res[16], anon[16], swp[16], tier[16], wake[24], prec[16], rec[16];
 
 		pt_fmt_bytes(res, sizeof(res), c->sample.memory_current);
 		pt_fmt_bytes(anon, sizeof(anon), c->sample.anon);
@@ -53,9 +54,18 @@ void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n)
 			snprintf(wake, sizeof(wake), "%llums", (unsigned long long)c->last_wake_ms);
 		else
 			snprintf(wake, sizeof(wake), "-");
-		fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %7llu %9s  %s\n", c->policy.name,
-			pt_class_name(c->policy.class), pt_state_name(c->idle.state), res, anon, swp,
-			tier, (unsigned long long)c->n_wakes, wake, c->relpath);
+		if (c->hot_ok && c->hot.precision >= 0)
+			snprintf(prec, sizeof(prec), "%.0f%%", c->hot.precision * 100);
+		else
+			snprintf(prec, sizeof(prec), "-");
+		if (c->hot_ok && c->hot.recall >= 0)
+			snprintf(rec, sizeof(rec), "%.0f%%", c->hot.recall * 100);
+		else
+			snprintf(rec, sizeof(rec), "-");
+		fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %7llu %9s %9llu %6s %6s  %s\n",
+			c->policy.name, pt_class_name(c->policy.class), pt_state_name(c->idle.state),
+			res, anon, swp, tier, (unsigned long long)c->n_wakes, wake,
+			(unsigned long long)(c->hot_ok ? c->hot.refaults : 0), prec, rec, c->relpath);
 	}
 	if (!n)
 		fprintf(out, "(no opted-in container is running)\n");
@@ -82,13 +92,18 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			",\"prefetch_requested_bytes\":%" PRIu64 ",\"last_wake_ms\":%" PRIu64
 			",\"reclaimed_bytes\":%" PRIu64 ",\"preload_records\":%" PRIu64
 			",\"bpf_events\":{\"fault\":%" PRIu64 ",\"swapin\":%" PRIu64
-			",\"wakeup\":%" PRIu64 ",\"net\":%" PRIu64 "},\"wake_source\":",
+			",\"wakeup\":%" PRIu64 ",\"net\":%" PRIu64 "},\"scans\":%" PRIu64
+			",\"refaults\":%" PRIu64 ",\"cold_offloaded_bytes\":%" PRIu64
+			",\"wake_set_chunks\":%zu,\"prefetch_precision\":%.3f"
+			",\"prefetch_recall\":%.3f,\"wake_source\":",
 			c->cgroup_id, pt_class_name(c->policy.class), pt_state_name(c->idle.state),
 			c->sample.memory_current, c->sample.anon, c->sample.swap_current,
 			c->tier_pages * (uint64_t)4096, c->anon_at_idle, c->n_offloads,
 			c->offload_requested, c->n_wakes, c->prefetch_requested, c->last_wake_ms,
 			c->reclaimed, c->preload_records, c->bpf_events[1], c->bpf_events[2],
-			c->bpf_events[3], c->bpf_events[4]);
+			c->bpf_events[3], c->bpf_events[4], c->scans, c->hot.refaults,
+			c->cold_offloaded_bytes, c->hot.n_wake_set, c->hot_ok ? c->hot.precision : -1.0,
+			c->hot_ok ? c->hot.recall : -1.0);
 		pt_json_string(out, c->wake_source);
 		fputc('}', out);
 	}

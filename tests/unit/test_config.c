@@ -71,6 +71,9 @@ static const char main_conf[] =
 	"cgroup_root = /sys/fs/cgroup\n"
 	"runtime_dir = /run/pt-test\n"
 	"poll_interval = 200ms\n"
+	"scan_interval = 2s\n"
+	"chunk_size = 128K\n"
+	"offload_rate = 1G\n"
 	"log_level = debug\n"
 	"\n"
 	"[defaults]\n"
@@ -83,6 +86,7 @@ static const char web_conf[] =
 	"idle_threshold = 2s\n"
 	"resident_floor = 16M\n"
 	"offload_cap = 1G\n"
+	"cold_after = 3s\n"
 	"\n"
 	"[db]\n"
 	"match_id = 3f2a9c01ab77\n"
@@ -104,6 +108,9 @@ static void test_load_good(void **state)
 	assert_string_equal(cfg.runtime_dir, "/run/pt-test");
 	assert_int_equal(cfg.poll_interval_ms, 200);
 	assert_int_equal(cfg.log_level, PT_LOG_DEBUG);
+	assert_int_equal(cfg.scan_interval_ms, 2000);
+	assert_int_equal(cfg.chunk_shift, 17);
+	assert_int_equal(cfg.offload_rate, 1ULL << 30);
 	assert_int_equal(cfg.n_policies, 2);
 
 	p = pt_config_match(&cfg, "/pt/alpha");
@@ -112,6 +119,7 @@ static void test_load_good(void **state)
 	assert_int_equal(p->idle_threshold_ms, 2000);
 	assert_int_equal(p->resident_floor_bytes, 16 << 20);
 	assert_int_equal(p->offload_cap_bytes, 1ULL << 30);
+	assert_int_equal(p->cold_after_ms, 3000);
 	assert_true(p->prefetch);
 	assert_non_null(strstr(p->source, "web.conf:1"));
 
@@ -179,6 +187,7 @@ static void test_bad_values(void **state)
 	expect_bad("[a]\nmatch_cgroup = relative\n", "2", "must be a path or glob starting with '/'");
 	expect_bad("[a]\nmatch_id = XYZ\n", "2", "match_id must be a container id");
 	expect_bad("[a]\nmatch_cgroup = /x\nprefetch = sometimes\n", "3", "prefetch must be yes or no");
+	expect_bad("[a]\nmatch_cgroup = /x\ncold_after = soon\n", "3", "cold_after must be a duration");
 }
 
 static void test_bad_structure(void **state)
@@ -199,10 +208,12 @@ static void test_bad_main_conf(void **state)
 	struct pt_config cfg;
 
 	(void)state;
-	fx_write(dir, "pagetierd.conf", "[daemon]\npoll_interval = 5ms\n[tier]\nx = 1\n");
+	fx_write(dir, "pagetierd.conf",
+		 "[daemon]\npoll_interval = 5ms\n[tier]\nx = 1\n[daemon]\nchunk_size = 48K\n");
 	assert_int_equal(pt_config_load(&cfg, dir, true, err), -EINVAL);
 	assert_non_null(strstr(err, "pagetierd.conf:2: poll_interval must be"));
 	assert_non_null(strstr(err, "pagetierd.conf:4: unknown section [tier]"));
+	assert_non_null(strstr(err, "pagetierd.conf:6: chunk_size must be a power of two"));
 	fx_rmtree(dir);
 }
 

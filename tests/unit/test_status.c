@@ -29,7 +29,7 @@ static void fill(struct pt_context *c)
 {
 	struct pt_policy p = { .name = "alpha", .class = PT_CLASS_BESTEFFORT };
 
-	pt_context_init(c, &p, "/sys/fs/cgroup", "/pt/al\"pha", 4242, 0);
+	pt_context_init(c, &p, "/sys/fs/cgroup", "/pt/al\"pha", 4242, 0, 16);
 	c->idle.state = PT_STATE_IDLE;
 	c->sample.memory_current = 3ULL << 20;
 	c->sample.anon = 1ULL << 20;
@@ -68,6 +68,7 @@ static void test_table(void **state)
 	assert_non_null(strstr(out, "256.0M"));	/* on tier: 65536 pages */
 	assert_non_null(strstr(out, "12ms"));
 	free(out);
+	pt_context_release(&c);
 	out = render(false, NULL, 0);
 	assert_non_null(strstr(out, "no opted-in container"));
 	free(out);
@@ -86,7 +87,9 @@ static void test_json(void **state)
 	assert_non_null(strstr(out, "\"cgroup_id\":4242"));
 	assert_non_null(strstr(out, "\"state\":\"idle\""));
 	assert_non_null(strstr(out, "\"tier_bytes\":268435456"));
+	assert_non_null(strstr(out, "\"prefetch_precision\":-1.000"));
 	free(out);
+	pt_context_release(&c);
 }
 
 int main(void)

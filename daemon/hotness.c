@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "hotness.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- id set ------------------------------------------------------------------------- */
+
+static size_t id_hash(uint64_t id, size_t cap)
+{
+	id ^= id >> 33;
+	id *= 0xff51afd7ed558ccdULL;
+	id ^= id >> 33;
+	return (size_t)(id & (cap - 1));
+}
+
+static int idset_grow(struct pt_idset *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : 1024;
+	uint64_t *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cap; i++) {
+		size_t j;
+
+		if (!s->slots[i])
+			continue;
+		for (j = id_hash(s->slots[i] - 1, cap); slots[j]; j = (j + 1) & (cap - 1))
+			;
+		slots[j] = s->slots[i];
+	}
+	free(s->slots);
+	s->slots = slots;
+	s->cap = cap;
+	return 0;
+}
+
+int pt_idset_add(struct pt_idset *s, uint64_t id)
+{
+	size_t j;
+
+	if ((s->n + 1) * 2 > s->cap && idset_grow(s))
+		return -ENOMEM;
+	for (j = id_hash(id, s->cap); s->slots[j]; j = (j + 1) & (s->cap - 1))
+		if (s->slots[j] == id + 1)
+			return 0;
+	s->slots[j] = id + 1;
+	s->n++;
+	return 1;
+}
+
+bool pt_idset_has(const struct pt_idset *s, uint64_t id)
+{
+	if (!s->cap)
+		return false;
+	for (size_t j = id_hash(id, s->cap); s->slots[j]; j = (j + 1) & (s->cap - 1))
+		if (s->slots[j] == id + 1)
+			return true;
+	return false;
+}
+
+void pt_idset_clear(struct pt_idset *s)
+{
+	if (s->slots)
+		memset(s->slots, 0, s->cap * sizeof(*s->slots));
+	s->n = 0;
+}
+
+void pt_idset_free(struct pt_idset *s)
+{
+	free(s->slots);
+	memset(s, 0, sizeof(*s));
+}
+
+/* --- the context's model ------------------------------------------------------------ */
+
+int pt_hot_init(struct pt_hot *h, unsigned int chunk_shift, uint32_t max_chunks)
+{
+	struct pt_mq_params p;
+
+	memset(h, 0, sizeof(*h));
+	if (chunk_shift < 12 || chunk_shift > 30)
+		return -EINVAL;
+	h->chunk_shift = chunk_shift;
+	h->precision = h->recall = -1;
+	pt_mq_params_default(&p);
+	p.max_resident = max_chunks;
+	p.max_history = max_chunks;
+	return pt_mq_new(&p, &h->mq);
+}
+
+void pt_hot_free(struct pt_hot *h)
+{
+	pt_mq_free(h->mq);
+	pt_idset_free(&h->refaulted);
+	pt_idset_free(&h->prefetched);
+	pt_idset_free(&h->used);
+	free(h->wake_set);
+	memset(h, 0, sizeof(*h));
+}
+
+uint64_t pt_hot_chunk_id(const struct pt_hot *h, int slot, uint64_t addr)
+{
+	return ((uint64_t)slot << PT_HOT_ADDR_BITS) | (addr >> h->chunk_shift);
+}
+
+void pt_hot_chunk_addr(const struct pt_hot *h, uint64_t id, int *slot, uint64_t *addr)
+{
+	*slot = (int)(id >> PT_HOT_ADDR_BITS);
+	*addr = (id & ((1ULL << PT_HOT_ADDR_BITS) - 1)) << h->chunk_shift;
+}
+
+static int slot_of(struct pt_hot *h, pid_t pid, bool add)
+{
+	int free_slot = -1;
+
+	for (int i = 0; i < PT_HOT_MAX_PROCS; i++) {
+		if (h->pids[i] == pid)
+			return i;
+		if (!h->pids[i] && free_slot < 0)
+			free_slot = i;
+	}
+	if (!add || free_slot < 0)
+		return -ENOSPC;
+	h->pids[free_slot] = pid;
+	return free_slot;
+}
+
+static void end_window(struct pt_hot *h)
+{
+	h->precision = h->prefetched.n ? (double)h->used_prefetched / (double)h->prefetched.n : -1;
+	h->recall = h->used.n ? (double)h->used_prefetched / (double)h->used.n : -1;
+	h->window_left = 0;
+}
+
+int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n)
+{
+	bool alive[PT_HOT_MAX_PROCS] = { false };
+	int refaults = 0;
+
+	for (int p = 0; p < n; p++) {
+		int slot = slot_of(h, scans[p].pid, true);
+
+		if (slot < 0)
+			continue;	/* more processes than slots: the rest go unmodelled */
+		alive[slot] = true;
+		for (uint32_t c = 0; c < scans[p].n; c++) {
+			const struct pt_chunk_scan *cs = &scans[p].chunks[c];
+			uint64_t id = pt_hot_chunk_id(h, slot, cs->addr);
+			struct pt_mq_chunk info;
+			int r;
+
+			if (!cs->accessed) {
+				/* Resident but unknown (tracking just began): seen now, cold later. */
+				if (cs->present && pt_mq_lookup(h->mq, id, &info) == -ENOENT)
+					pt_mq_touch(h->mq, id);
+				continue;
+			}
+			r = pt_mq_touch(h->mq, id);
+			if (r == PT_MQ_REFAULT) {
+				refaults++;
+				h->refaults++;
+				pt_idset_add(&h->refaulted, id);
+			}
+			if (h->window_left && pt_idset_add(&h->used, id) == 1 &&
+			    pt_idset_has(&h->prefetched, id))
+				h->used_prefetched++;
+		}
+	}
+	/* Processes that did not show up have exited: forget their chunks. */
+	for (int i = 0; i < PT_HOT_MAX_PROCS; i++) {
+		if (h->pids[i] && !alive[i]) {
+			pt_mq_remove_range(h->mq, pt_hot_chunk_id(h, i, 0),
+					   pt_hot_chunk_id(h, i, ~0ULL >> (64 - PT_HOT_ADDR_BITS -
+									    h->chunk_shift)));
+			h->pids[i] = 0;
+		}
+	}
+	pt_mq_epoch(h->mq);
+	h->epochs++;
+	if (h->window_left && !--h->window_left)
+		end_window(h);
+	return refaults;
+}
+
+static uint64_t *resident_ids(const struct pt_hot *h, bool hottest, int *n)
+{
+	struct pt_mq_stats st;
+	uint64_t *ids;
+
+	pt_mq_get_stats(h->mq, &st);
+	ids = malloc((st.resident ? st.resident : 1) * sizeof(*ids));
+	if (!ids)
+		return NULL;
+	*n = hottest ? pt_mq_hottest(h->mq, ids, st.resident) :
+		       pt_mq_coldest(h->mq, ids, st.resident);
+	return ids;
+}
+
+int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *out, size_t max)
+{
+	uint64_t now = h->epochs;
+	size_t found = 0;
+	int n = 0;
+	uint64_t *ids = resident_ids(h, false, &n);
+
+	if (!ids)
+		return -ENOMEM;
+	for (int i = 0; i < n && found < max; i++) {
+		struct pt_mq_chunk info;
+
+		/* stamp: the epoch of its last access; epochs closed since without one: now - stamp - 1 */
+		if (pt_mq_lookup(h->mq, ids[i], &info) == 0 && info.stamp + cold_epochs < now)
+			out[found++] = ids[i];
+	}
+	free(ids);
+	return (int)found;
+}
+
+int pt_hot_record_wake_set(struct pt_hot *h, uint32_t recent_epochs)
+{
+	uint64_t now = h->epochs;
+	size_t found = 0;
+	int n = 0;
+	uint64_t *ids = resident_ids(h, true, &n);
+	uint64_t *set;
+
+	if (!ids)
+		return -ENOMEM;
+	set = malloc(((size_t)n + h->refaulted.n + 1) * sizeof(*set));
+	if (!set) {
+		free(ids);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		struct pt_mq_chunk info;
+
+		if (pt_mq_lookup(h->mq, ids[i], &info) == 0 && info.stamp + recent_epochs >= now)
+			set[found++] = ids[i];
+	}
+	/* Refaulted since the last wake (the REAP idea): needed, whatever their rank. */
+	for (size_t i = 0; i < h->refaulted.cap; i++) {
+		uint64_t id;
+
+		if (!h->refaulted.slots[i])
+			continue;
+		id = h->refaulted.slots[i] - 1;
+		bool dup = false;
+
+		for (size_t j = 0; j < found && !dup; j++)
+			dup = set[j] == id;
+		if (!dup)
+			set[found++] = id;
+	}
+	free(ids);
+	free(h->wake_set);
+	h->wake_set = set;
+	h->n_wake_set = found;
+	return (int)found;
+}
+
+void pt_hot_evicted(struct pt_hot *h, const uint64_t *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pt_mq_evicted(h->mq, ids[i]);
+}
+
+void pt_hot_evict_all(struct pt_hot *h)
+{
+	int n = 0;
+	uint64_t *ids = resident_ids(h, false, &n);
+
+	if (!ids)
+		return;
+	pt_hot_evicted(h, ids, (size_t)n);
+	free(ids);
+}
+
+void pt_hot_prefetched(struct pt_hot *h, uint32_t window)
+{
+	pt_idset_clear(&h->prefetched);
+	pt_idset_clear(&h->used);
+	for (size_t i = 0; i < h->n_wake_set; i++)
+		pt_idset_add(&h->prefetched, h->wake_set[i]);
+	h->used_prefetched = 0;
+	h->window_left = window;
+	pt_idset_clear(&h->refaulted);
+}
+
+int pt_hot_ranges(const struct pt_hot *h, const uint64_t *ids, size_t n,
+		  struct pt_proc_ranges **out)
+{
+	struct pt_proc_ranges *pr = NULL;
+	uint64_t chunk = 1ULL << h->chunk_shift;
+	int np = 0;
+
+	*out = NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct pt_proc_ranges *p = NULL;
+		uint64_t addr;
+		int slot;
+
+		pt_hot_chunk_addr(h, ids[i], &slot, &addr);
+		if (slot < 0 || slot >= PT_HOT_MAX_PROCS || !h->pids[slot])
+			continue;
+		for (int j = 0; j < np; j++)
+			if (pr[j].pid == h->pids[slot])
+				p = &pr[j];
+		if (!p) {
+			struct pt_proc_ranges *npr = realloc(pr, (size_t)(np + 1) * sizeof(*pr));
+
+			if (!npr)
+				goto nomem;
+			pr = npr;
+			p = &pr[np++];
+			memset(p, 0, sizeof(*p));
+			p->pid = h->pids[slot];
+		}
+		if (p->n && p->r[p->n - 1].start + p->r[p->n - 1].len == addr) {
+			p->r[p->n - 1].len += chunk;	/* adjacent: one larger range */
+			continue;
+		}
+		if (p->n == p->cap) {
+			int cap = p->cap ? p->cap * 2 : 64;
+			struct pt_range *nr = realloc(p->r, (size_t)cap * sizeof(*nr));
+
+			if (!nr)
+				goto nomem;
+			p->r = nr;
+			p->cap = cap;
+		}
+		p->r[p->n].start = addr;
+		p->r[p->n].len = chunk;
+		p->n++;
+	}
+	*out = pr;
+	return np;
+nomem:
+	for (int j = 0; j < np; j++)
+		pt_proc_ranges_free(&pr[j]);
+	free(pr);
+	return -ENOMEM;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The hotness state of one memory context: its processes' chunks in a multi-queue model
+ * (mq.h), fed by access scans (scanner.h) once per epoch. It answers the planner's
+ * questions: which chunks of an active container are cold, which chunks make up the wake
+ * set when it goes idle, and how good the last prefetch was (precision: prefetched chunks
+ * used within the measuring window; recall: chunks used after the wake that were
+ * prefetched). Pure: no I/O; unit tested with synthetic scans.
+ *
+ * Chunk ids: the process's slot in the context in the high bits, the address >> chunk
+ * shift below PT_HOT_ADDR_BITS.
+ */
+#ifndef PAGETIER_HOTNESS_H
+#define PAGETIER_HOTNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "actuator.h"
+#include "mq.h"
+#include "scanner.h"
+
+#define PT_HOT_ADDR_BITS	40
+#define PT_HOT_MAX_PROCS	1024
+#define PT_HOT_DEF_CHUNK_SHIFT	16	/* 64 KiB */
+
+/* A set of chunk ids (open addressing). */
+struct pt_idset {
+	uint64_t *slots;	/* 0 = empty; ids are stored + 1 */
+	size_t cap;
+	size_t n;
+};
+
+int pt_idset_add(struct pt_idset *s, uint64_t id);	/* 1 added, 0 present, -ENOMEM */
+bool pt_idset_has(const struct pt_idset *s, uint64_t id);
+void pt_idset_clear(struct pt_idset *s);
+void pt_idset_free(struct pt_idset *s);
+
+struct pt_hot {
+	struct pt_mq *mq;
+	unsigned int chunk_shift;
+	pid_t pids[PT_HOT_MAX_PROCS];	/* slot -> pid, 0 = free */
+	uint64_t epochs;
+
+	/* Chunks refaulted since the last wake: part of the next wake set. */
+	struct pt_idset refaulted;
+
+	/* Wake set recorded at idle, hottest first. */
+	uint64_t *wake_set;
+	size_t n_wake_set;
+
+	/* Prefetch quality, measured for a window of epochs after a wake. */
+	struct pt_idset prefetched;	/* what the last prefetch brought back */
+	struct pt_idset used;		/* chunks accessed in the window */
+	uint32_t window_left;		/* epochs left in the measuring window */
+	uint64_t used_prefetched;	/* |used ∩ prefetched| */
+	double precision, recall;	/* of the last completed window; -1: none yet */
+
+	uint64_t refaults;		/* touches of offloaded chunks, total */
+	uint64_t cold_offloaded;	/* chunks offloaded while the context was active */
+};
+
+int pt_hot_init(struct pt_hot *h, unsigned int chunk_shift, uint32_t max_chunks);
+void pt_hot_free(struct pt_hot *h);
+
+uint64_t pt_hot_chunk_id(const struct pt_hot *h, int slot, uint64_t addr);
+/* The process slot and the chunk's address for an id. */
+void pt_hot_chunk_addr(const struct pt_hot *h, uint64_t id, int *slot, uint64_t *addr);
+
+/*
+ * Applies one epoch's scans of the context's processes (@n of them; a process missing from
+ * the list has exited and its chunks are forgotten) and closes the epoch. Accessed chunks
+ * are touched; present chunks the model does not know yet are added as seen this epoch.
+ * Returns the number of refaults in this epoch, or a negative errno.
+ */
+int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n);
+
+/*
+ * Up to @max resident chunks not accessed for @cold_epochs epochs, coldest first, into
+ * @ids. Returns the count or a negative errno.
+ */
+int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *ids, size_t max);
+
+/*
+ * At idle: the wake set is the chunks accessed in the last @recent_epochs epochs, hottest
+ * first, plus those refaulted since the previous wake. Returns its size.
+ */
+int pt_hot_record_wake_set(struct pt_hot *h, uint32_t recent_epochs);
+
+/* The daemon offloaded these chunks (they move to the model's history). */
+void pt_hot_evicted(struct pt_hot *h, const uint64_t *ids, size_t n);
+/* Everything resident was offloaded (idle): all of it goes to history. */
+void pt_hot_evict_all(struct pt_hot *h);
+
+/* The wake set was prefetched: start measuring precision and recall for @window epochs. */
+void pt_hot_prefetched(struct pt_hot *h, uint32_t window);
+
+/*
+ * Groups chunk ids into per-process ranges (adjacent chunks merged, order of first
+ * appearance kept, so hottest-first stays hottest-first). Returns how many processes, or a
+ * negative errno; *out is malloc'd (free each with pt_proc_ranges_free, then the array).
+ */
+int pt_hot_ranges(const struct pt_hot *h, const uint64_t *ids, size_t n,
+		  struct pt_proc_ranges **out);
+
+#endif

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "scanner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+
+#define PT_PAGE_SHIFT 12
+/* pagemap entries read per pread: 512 KiB of entries, 256 MiB of address space. */
+#define PT_PM_BATCH 65536
+
+const char *pt_scanner_name(enum pt_scanner_kind kind)
+{
+	return kind == PT_SCANNER_KMOD ? "pagetier.ko accessed-bit scanner" :
+					 "fallback (clear_refs, pagemap soft-dirty, smaps)";
+}
+
+void pt_proc_scan_free(struct pt_proc_scan *ps)
+{
+	free(ps->chunks);
+	ps->chunks = NULL;
+	ps->n = ps->cap = 0;
+}
+
+static struct pt_chunk_scan *chunk_at(struct pt_proc_scan *out, uint64_t addr)
+{
+	if (out->n && out->chunks[out->n - 1].addr == addr)
+		return &out->chunks[out->n - 1];
+	if (out->n == out->cap) {
+		uint32_t cap = out->cap ? out->cap * 2 : 256;
+		struct pt_chunk_scan *c = realloc(out->chunks, (size_t)cap * sizeof(*c));
+
+		if (!c)
+			return NULL;
+		out->chunks = c;
+		out->cap = cap;
+	}
+	memset(&out->chunks[out->n], 0, sizeof(out->chunks[0]));
+	out->chunks[out->n].addr = addr;
+	return &out->chunks[out->n++];
+}
+
+int pt_fold_pagemap(const uint64_t *pm, uint64_t n, uint64_t start, unsigned int chunk_shift,
+		    bool read_referenced, struct pt_proc_scan *out)
+{
+	uint64_t mask = ~((1ULL << chunk_shift) - 1);
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t addr = start + (i << PT_PAGE_SHIFT);
+		bool present = pm[i] & PT_PM_PRESENT, swapped = pm[i] & PT_PM_SWAPPED;
+		struct pt_chunk_scan *c;
+
+		if (!present && !swapped)
+			continue;	/* never touched: nothing to track */
+		c = chunk_at(out, addr & mask);
+		if (!c)
+			return -ENOMEM;
+		c->present += present;
+		c->swapped += swapped;
+		if (present && ((pm[i] & PT_PM_SOFT_DIRTY) || read_referenced))
+			c->accessed++;
+	}
+	return 0;
+}
+
+int pt_smaps_referenced(const char *text,
+			void (*fn)(uint64_t start, uint64_t end, uint64_t ref_kb, void *arg),
+			void *arg)
+{
+	uint64_t start = 0, end = 0, kb;
+	bool have = false;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		uint64_t s, e;
+
+		if (sscanf(l, "%" SCNx64 "-%" SCNx64 " ", &s, &e) == 2 && e > s &&
+		    strchr(l, ' ') && (size_t)(strchr(l, ' ') - l) < 40) {
+			start = s;
+			end = e;
+			have = true;
+		} else if (have && sscanf(l, "Referenced: %" SCNu64 " kB", &kb) == 1) {
+			fn(start, end, kb, arg);
+			have = false;
+		}
+	}
+	return 0;
+}
+
+/* Mappings whose reads the fallback cannot place (Referenced > what soft-dirty explains). */
+struct ref_list {
+	struct { uint64_t start, end, kb; } *m;
+	size_t n, cap;
+};
+
+static void add_ref(uint64_t start, uint64_t end, uint64_t kb, void *arg)
+{
+	struct ref_list *rl = arg;
+
+	if (!kb)
+		return;
+	if (rl->n == rl->cap) {
+		size_t cap = rl->cap ? rl->cap * 2 : 64;
+		void *m = realloc(rl->m, cap * sizeof(*rl->m));
+
+		if (!m)
+			return;	/* under-reporting reads only makes the fallback less eager */
+		rl->m = m;
+		rl->cap = cap;
+	}
+	rl->m[rl->n].start = start;
+	rl->m[rl->n].end = end;
+	rl->m[rl->n].kb = kb;
+	rl->n++;
+}
+
+static uint64_t referenced_kb(const struct ref_list *rl, uint64_t start)
+{
+	for (size_t i = 0; i < rl->n; i++)
+		if (rl->m[i].start == start)
+			return rl->m[i].kb;
+	return 0;
+}
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	if (write(fd, s, strlen(s)) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+static int scan_fallback(pid_t pid, unsigned int chunk_shift, struct pt_proc_scan *out)
+{
+	char path[64], line[4096 + 128];
+	struct ref_list rl = { 0 };
+	uint64_t *pm = NULL;
+	char *smaps = NULL;
+	int pm_fd = -1, rc = 0;
+	struct pt_range r;
+	FILE *maps = NULL;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	smaps = malloc(4 << 20);
+	if (!smaps)
+		return -ENOMEM;
+	n = pt_read_file(path, smaps, 4 << 20);
+	if (n < 0) {
+		rc = n == -ENOENT ? -ESRCH : (int)n;
+		goto out;
+	}
+	pt_smaps_referenced(smaps, add_ref, &rl);
+
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
+	pm_fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = fopen(path, "re");
+	pm = malloc(PT_PM_BATCH * sizeof(*pm));
+	if (pm_fd < 0 || !maps || !pm) {
+		rc = (pm_fd < 0 || !maps) ? -ESRCH : -ENOMEM;
+		goto out;
+	}
+	while (fgets(line, sizeof(line), maps)) {
+		uint64_t sd_pages = 0, present = 0;
+		uint32_t first = out->n;
+		bool reads;
+
+		if (pt_maps_anon_range(line, &r) != 1)
+			continue;
+		/* First pass with soft-dirty only; see below whether reads need the rest. */
+		for (uint64_t off = 0; off < r.len; off += (uint64_t)PT_PM_BATCH << PT_PAGE_SHIFT) {
+			uint64_t pages = (r.len - off) >> PT_PAGE_SHIFT;
+
+			if (pages > PT_PM_BATCH)
+				pages = PT_PM_BATCH;
+			n = pread(pm_fd, pm, pages * sizeof(*pm),
+				  (off_t)(((r.start + off) >> PT_PAGE_SHIFT) * sizeof(*pm)));
+			if (n <= 0)
+				break;
+			pages = (uint64_t)n / sizeof(*pm);
+			for (uint64_t i = 0; i < pages; i++) {
+				present += !!(pm[i] & PT_PM_PRESENT);
+				sd_pages += (pm[i] & PT_PM_PRESENT) && (pm[i] & PT_PM_SOFT_DIRTY);
+			}
+			rc = pt_fold_pagemap(pm, pages, r.start + off, chunk_shift, false, out);
+			if (rc)
+				goto out;
+		}
+		/*
+		 * Referenced counts reads and writes; soft-dirty only writes. More referenced
+		 * memory than written means reads this backend cannot place: keep the whole
+		 * mapping's present pages as accessed.
+		 */
+		reads = referenced_kb(&rl, r.start) > sd_pages * 4 + 64;
+		if (reads)
+			for (uint32_t i = first; i < out->n; i++)
+				out->chunks[i].accessed = out->chunks[i].present;
+		(void)present;
+	}
+	/* Clear for the next scan: the referenced bits (1) and soft-dirty (4). */
+	snprintf(path, sizeof(path), "/proc/%d/clear_refs", (int)pid);
+	rc = write_str(path, "1");
+	if (!rc)
+		rc = write_str(path, "4");
+out:
+	if (maps)
+		fclose(maps);
+	if (pm_fd >= 0)
+		close(pm_fd);
+	free(pm);
+	free(smaps);
+	free(rl.m);
+	return rc;
+}
+
+int pt_scan_process(enum pt_scanner_kind kind, int kmod_fd, pid_t pid, unsigned int chunk_shift,
+		    struct pt_proc_scan *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->pid = pid;
+	(void)kmod_fd;
+	if (kind == PT_SCANNER_KMOD)
+		return -EOPNOTSUPP;	/* wired when the module's scanner lands */
+	return scan_fallback(pid, chunk_shift, out);
+}

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The per-context hotness state: scans into the MQ model, cold chunks, wake set, quality. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hotness.h"
+
+#define CHUNK (1ULL << PT_HOT_DEF_CHUNK_SHIFT)
+#define BASE 0x7f0000000000ULL
+#define NCHUNKS 100
+
+/* A scan of one process with NCHUNKS resident chunks; @hot(i) says which were accessed. */
+static void scan_one(struct pt_hot *h, pid_t pid, bool (*hot)(int i, void *arg), void *arg)
+{
+	struct pt_proc_scan ps = { .pid = pid };
+
+	ps.chunks = calloc(NCHUNKS, sizeof(*ps.chunks));
+	assert_non_null(ps.chunks);
+	ps.n = NCHUNKS;
+	for (int i = 0; i < NCHUNKS; i++) {
+		ps.chunks[i].addr = BASE + (uint64_t)i * CHUNK;
+		ps.chunks[i].present = 16;
+		ps.chunks[i].accessed = hot(i, arg) ? 16 : 0;
+	}
+	assert_true(pt_hot_apply_scans(h, &ps, 1) >= 0);
+	pt_proc_scan_free(&ps);
+}
+
+static bool first_ten(int i, void *arg)
+{
+	(void)arg;
+	return i < 10;
+}
+
+static bool all(int i, void *arg)
+{
+	(void)i;
+	(void)arg;
+	return true;
+}
+
+static bool only(int i, void *arg)
+{
+	return i == *(int *)arg;
+}
+
+static void test_cold_chunks_after_epochs(void **state)
+{
+	struct pt_hot h;
+	uint64_t ids[NCHUNKS];
+	int n;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	scan_one(&h, 42, all, NULL);		/* everything used once */
+	scan_one(&h, 42, first_ten, NULL);
+	/* One epoch without access is not yet cold with cold_epochs = 2. */
+	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
+	assert_int_equal(n, 0);
+	scan_one(&h, 42, first_ten, NULL);
+	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
+	assert_int_equal(n, 90);		/* exactly the 90 untouched chunks */
+	for (int i = 0; i < n; i++) {
+		int slot;
+		uint64_t addr;
+
+		pt_hot_chunk_addr(&h, ids[i], &slot, &addr);
+		assert_true(addr >= BASE + 10 * CHUNK && addr < BASE + NCHUNKS * CHUNK);
+		assert_int_equal(h.pids[slot], 42);
+	}
+	pt_hot_free(&h);
+}
+
+static void test_ranges_merge_adjacent(void **state)
+{
+	struct pt_hot h;
+	struct pt_proc_ranges *pr;
+	uint64_t ids[NCHUNKS];
+	int n, np;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	scan_one(&h, 7, all, NULL);
+	scan_one(&h, 7, first_ten, NULL);
+	scan_one(&h, 7, first_ten, NULL);
+	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
+	assert_int_equal(n, 90);
+	/* Sort so the 90 chunks are adjacent in address order: one range. */
+	for (int i = 0; i < n; i++)
+		ids[i] = pt_hot_chunk_id(&h, 0, BASE + (uint64_t)(10 + i) * CHUNK);
+	np = pt_hot_ranges(&h, ids, (size_t)n, &pr);
+	assert_int_equal(np, 1);
+	assert_int_equal(pr[0].pid, 7);
+	assert_int_equal(pr[0].n, 1);
+	assert_true(pr[0].r[0].start == BASE + 10 * CHUNK);
+	assert_true(pr[0].r[0].len == 90 * CHUNK);
+	pt_proc_ranges_free(&pr[0]);
+	free(pr);
+	pt_hot_free(&h);
+}
+
+static void test_refault_and_wake_set(void **state)
+{
+	struct pt_hot h;
+	uint64_t ids[NCHUNKS];
+	int n, fifty = 50;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	scan_one(&h, 1, all, NULL);
+	for (int e = 0; e < 3; e++)
+		scan_one(&h, 1, first_ten, NULL);
+	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
+	assert_int_equal(n, 90);
+	pt_hot_evicted(&h, ids, (size_t)n);	/* offloaded while active */
+	/* Chunk 50 was cold but is used again: a refault, remembered for the wake set. */
+	scan_one(&h, 1, only, &fifty);
+	assert_int_equal(h.refaults, 1);
+	/* Idle: the wake set is what was used recently, plus the refaulted chunk. */
+	n = pt_hot_record_wake_set(&h, 3);
+	assert_int_equal(n, 11);
+	{
+		bool has50 = false;
+
+		for (size_t i = 0; i < h.n_wake_set; i++)
+			has50 |= h.wake_set[i] == pt_hot_chunk_id(&h, 0, BASE + 50 * CHUNK);
+		assert_true(has50);
+	}
+	pt_hot_free(&h);
+}
+
+static void test_precision_recall(void **state)
+{
+	struct pt_hot h;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	scan_one(&h, 3, all, NULL);
+	scan_one(&h, 3, first_ten, NULL);
+	assert_int_equal(pt_hot_record_wake_set(&h, 1), 10);	/* the ten hot chunks */
+	pt_hot_evict_all(&h);
+	pt_hot_prefetched(&h, 2);
+	assert_true(h.precision < 0 && h.recall < 0);		/* nothing measured yet */
+	/* After the wake the same ten chunks are used, plus ten more: 100% / 50%. */
+	scan_one(&h, 3, first_ten, NULL);
+	{
+		struct pt_proc_scan ps = { .pid = 3 };
+
+		ps.chunks = calloc(20, sizeof(*ps.chunks));
+		ps.n = 20;
+		for (int i = 0; i < 20; i++) {
+			ps.chunks[i].addr = BASE + (uint64_t)i * CHUNK;
+			ps.chunks[i].present = ps.chunks[i].accessed = 1;
+		}
+		pt_hot_apply_scans(&h, &ps, 1);
+		pt_proc_scan_free(&ps);
+	}
+	assert_true(h.precision > 0.999 && h.precision < 1.001);
+	assert_true(h.recall > 0.499 && h.recall < 0.501);
+	pt_hot_free(&h);
+}
+
+static void test_exited_process_forgotten(void **state)
+{
+	struct pt_hot h;
+	struct pt_mq_stats st;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	scan_one(&h, 99, all, NULL);
+	pt_mq_get_stats(h.mq, &st);
+	assert_int_equal(st.resident, NCHUNKS);
+	assert_int_equal(pt_hot_apply_scans(&h, NULL, 0), 0);	/* pid 99 is gone */
+	pt_mq_get_stats(h.mq, &st);
+	assert_int_equal(st.resident, 0);
+	assert_int_equal(h.pids[0], 0);
+	pt_hot_free(&h);
+}
+
+static void test_fold_pagemap(void **state)
+{
+	uint64_t pm[40] = { 0 };
+	struct pt_proc_scan out = { 0 };
+
+	(void)state;
+	/* chunk of 16 pages at 64 KiB: pages 0-15 in chunk 0, 16-31 chunk 1, 32-39 chunk 2 */
+	pm[0] = PT_PM_PRESENT | PT_PM_SOFT_DIRTY;
+	pm[1] = PT_PM_PRESENT;
+	pm[17] = PT_PM_SWAPPED;
+	pm[33] = PT_PM_PRESENT;
+	assert_int_equal(pt_fold_pagemap(pm, 40, BASE, 16, false, &out), 0);
+	assert_int_equal(out.n, 3);
+	assert_int_equal(out.chunks[0].present, 2);
+	assert_int_equal(out.chunks[0].accessed, 1);
+	assert_int_equal(out.chunks[1].swapped, 1);
+	assert_int_equal(out.chunks[1].present, 0);
+	assert_int_equal(out.chunks[2].accessed, 0);
+	pt_proc_scan_free(&out);
+	/* Reads the fallback cannot place: every present page counts. */
+	assert_int_equal(pt_fold_pagemap(pm, 40, BASE, 16, true, &out), 0);
+	assert_int_equal(out.chunks[0].accessed, 2);
+	assert_int_equal(out.chunks[2].accessed, 1);
+	pt_proc_scan_free(&out);
+}
+
+static void ref_cb(uint64_t start, uint64_t end, uint64_t kb, void *arg)
+{
+	uint64_t *got = arg;
+
+	got[0] = start;
+	got[1] = end;
+	got[2] += kb;
+}
+
+static void test_smaps_referenced(void **state)
+{
+	const char *smaps =
+		"7f0000000000-7f0000100000 rw-p 00000000 00:00 0 \n"
+		"Size:               1024 kB\n"
+		"Rss:                 512 kB\n"
+		"Referenced:          256 kB\n"
+		"Anonymous:           512 kB\n";
+	uint64_t got[3] = { 0 };
+
+	(void)state;
+	pt_smaps_referenced(smaps, ref_cb, got);
+	assert_true(got[0] == 0x7f0000000000ULL);
+	assert_true(got[1] == 0x7f0000100000ULL);
+	assert_int_equal(got[2], 256);
+}
+
+static void test_idset(void **state)
+{
+	struct pt_idset s = { 0 };
+
+	(void)state;
+	for (uint64_t i = 0; i < 5000; i++)
+		assert_int_equal(pt_idset_add(&s, i * 7), 1);
+	assert_int_equal(pt_idset_add(&s, 14), 0);
+	assert_int_equal(s.n, 5000);
+	assert_true(pt_idset_has(&s, 0));
+	assert_true(pt_idset_has(&s, 4999 * 7));
+	assert_false(pt_idset_has(&s, 3));
+	pt_idset_clear(&s);
+	assert_false(pt_idset_has(&s, 14));
+	pt_idset_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cold_chunks_after_epochs),
+		cmocka_unit_test(test_ranges_merge_adjacent),
+		cmocka_unit_test(test_refault_and_wake_set),
+		cmocka_unit_test(test_precision_recall),
+		cmocka_unit_test(test_exited_process_forgotten),
+		cmocka_unit_test(test_fold_pagemap),
+		cmocka_unit_test(test_smaps_referenced),
+		cmocka_unit_test(test_idset),
+	};
+
+	return cmocka_run_group_tests_name("hotness", tests, NULL, NULL);
+}
