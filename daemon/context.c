@@ -343,7 +343,7 @@ struct pt_action *pt_context_offload(struct pt_context *ctx)
 		a->budget = budget;
 		a->keep_wake_set = ctx->policy.prefetch;
 		/* The model's wake set: what was hot before sleep plus what refaulted. */
-		if (ctx->hot_ok && ctx->hot.epochs)
+		if (ctx->hot_ok)
 			pt_hot_record_wake_set(&ctx->hot, PT_WAKE_RECENT_EPOCHS);
 	}
 	return a;

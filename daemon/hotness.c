@@ -79,6 +79,7 @@ void pt_idset_free(struct pt_idset *s)
 int pt_hot_init(struct pt_hot *h, unsigned int chunk_shift, uint32_t max_chunks)
 {
 	struct pt_mq_params p;
+	int rc;
 
 	memset(h, 0, sizeof(*h));
 	if (chunk_shift < 12 || chunk_shift > 30)
@@ -88,7 +89,11 @@ int pt_hot_init(struct pt_hot *h, unsigned int chunk_shift, uint32_t max_chunks)
 	pt_mq_params_default(&p);
 	p.max_resident = max_chunks;
 	p.max_history = max_chunks;
-	return pt_mq_new(&p, &h->mq);
+	rc = pt_mq_new(&p, &h->mq);
+	/* Epoch 0 is reserved: stamp 0 means "resident, never seen accessed" (insert_cold). */
+	if (!rc)
+		pt_mq_epoch(h->mq);
+	return rc;
 }
 
 void pt_hot_free(struct pt_hot *h)
@@ -149,17 +154,17 @@ int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n
 		for (uint32_t c = 0; c < scans[p].n; c++) {
 			const struct pt_chunk_scan *cs = &scans[p].chunks[c];
 			uint64_t id = pt_hot_chunk_id(h, slot, cs->addr);
-			struct pt_mq_chunk info;
 			int r;
 
 			if (!cs->accessed) {
-				/* Resident but unknown (tracking just began): seen now, cold later. */
-				if (cs->present && pt_mq_lookup(h->mq, id, &info) == -ENOENT)
-					pt_mq_touch(h->mq, id);
+				/* Resident but unknown (tracking just began): the coldest there is. */
+				if (cs->present)
+					pt_mq_insert_cold(h->mq, id);
 				continue;
 			}
 			r = pt_mq_touch(h->mq, id);
-			if (r == PT_MQ_REFAULT) {
+			/* A chunk the wake's prefetch brought back is a hit, not a refault. */
+			if (r == PT_MQ_REFAULT && !pt_idset_has(&h->prefetched, id)) {
 				refaults++;
 				h->refaults++;
 				pt_idset_add(&h->refaulted, id);
@@ -185,6 +190,14 @@ int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n
 	return refaults;
 }
 
+static uint64_t mq_now(const struct pt_hot *h)
+{
+	struct pt_mq_stats st;
+
+	pt_mq_get_stats(h->mq, &st);
+	return st.now;
+}
+
 static uint64_t *resident_ids(const struct pt_hot *h, bool hottest, int *n)
 {
 	struct pt_mq_stats st;
@@ -201,7 +214,7 @@ static uint64_t *resident_ids(const struct pt_hot *h, bool hottest, int *n)
 
 int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *out, size_t max)
 {
-	uint64_t now = h->epochs;
+	uint64_t now = mq_now(h);
 	size_t found = 0;
 	int n = 0;
 	uint64_t *ids = resident_ids(h, false, &n);
@@ -221,12 +234,14 @@ int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *o
 
 int pt_hot_record_wake_set(struct pt_hot *h, uint32_t recent_epochs)
 {
-	uint64_t now = h->epochs;
+	uint64_t now = mq_now(h), *ids, *set;
 	size_t found = 0;
 	int n = 0;
-	uint64_t *ids = resident_ids(h, true, &n);
-	uint64_t *set;
 
+	/* Going idle again ends the measuring window of the previous wake. */
+	if (h->window_left)
+		end_window(h);
+	ids = resident_ids(h, true, &n);
 	if (!ids)
 		return -ENOMEM;
 	set = malloc(((size_t)n + h->refaulted.n + 1) * sizeof(*set));
@@ -237,7 +252,9 @@ int pt_hot_record_wake_set(struct pt_hot *h, uint32_t recent_epochs)
 	for (int i = 0; i < n; i++) {
 		struct pt_mq_chunk info;
 
-		if (pt_mq_lookup(h->mq, ids[i], &info) == 0 && info.stamp + recent_epochs >= now)
+		/* stamp 0: resident but never seen accessed, so not part of any working set */
+		if (pt_mq_lookup(h->mq, ids[i], &info) == 0 && info.stamp &&
+		    info.stamp + recent_epochs >= now)
 			set[found++] = ids[i];
 	}
 	/* Refaulted since the last wake (the REAP idea): needed, whatever their rank. */

@@ -85,7 +85,8 @@ int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *i
 
 /*
  * At idle: the wake set is the chunks accessed in the last @recent_epochs epochs, hottest
- * first, plus those refaulted since the previous wake. Returns its size.
+ * first, plus those refaulted since the previous wake. Ends the quality window of the
+ * previous wake, if it is still open. Returns its size.
  */
 int pt_hot_record_wake_set(struct pt_hot *h, uint32_t recent_epochs);
 

@@ -34,6 +34,13 @@ int pt_kmod_open(void)
 	return fd;
 }
 
+uint64_t pt_kmod_features(int fd)
+{
+	struct pagetier_version v = { .size = sizeof(v) };
+
+	return ioctl(fd, PAGETIER_IOC_VERSION, &v) ? 0 : v.features;
+}
+
 int pt_kmod_tier_create(int fd, const char *backing, struct pagetier_tier_create *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -11,6 +11,8 @@
 
 /* Opens the control device and checks the ABI version; fd or negative errno. */
 int pt_kmod_open(void);
+/* The module's PAGETIER_FEAT_* bits; 0 on error. */
+uint64_t pt_kmod_features(int fd);
 int pt_kmod_tier_create(int fd, const char *backing, struct pagetier_tier_create *out);
 int pt_kmod_tier_destroy(int fd, uint32_t tier_id);
 /*

@@ -135,6 +135,22 @@ static void list_add_tail(struct pt_mq *mq, unsigned int l, uint32_t i)
 	list->len++;
 }
 
+static void list_add_head(struct pt_mq *mq, unsigned int l, uint32_t i)
+{
+	struct mq_list *list = &mq->lists[l];
+	struct mq_node *n = &mq->nodes[i];
+
+	n->list = (uint8_t)l;
+	n->prev = NIL;
+	n->next = list->head;
+	if (list->head != NIL)
+		mq->nodes[list->head].prev = i;
+	else
+		list->tail = i;
+	list->head = i;
+	list->len++;
+}
+
 static void list_del(struct pt_mq *mq, uint32_t i)
 {
 	struct mq_node *n = &mq->nodes[i];
@@ -377,6 +393,33 @@ int pt_mq_touch(struct pt_mq *mq, uint64_t id)
 	mq->resident++;
 	mq->st.inserts++;
 	mq->st.touches++;
+	return PT_MQ_NEW;
+}
+
+int pt_mq_insert_cold(struct pt_mq *mq, uint64_t id)
+{
+	struct mq_node *n;
+	uint32_t i;
+	int ret;
+
+	if (!mq)
+		return -EINVAL;
+	if (hash_find(mq, id) != NIL)
+		return 0;	/* known, resident or in Qout: nothing to learn */
+	if (mq->resident >= mq->p.max_resident)
+		return -ENOSPC;
+	ret = node_alloc(mq, id, &i);
+	if (ret)
+		return ret;
+	n = &mq->nodes[i];
+	/* No access seen: the coldest chunk there is, stamped at the beginning of time. */
+	n->freq = 1;
+	n->stamp = 0;
+	/* Not "touched this epoch": a real access later in this epoch must still count. */
+	n->touched = mq->now ? mq->now - 1 : 0;
+	list_add_head(mq, 0, i);
+	mq->resident++;
+	mq->st.inserts++;
 	return PT_MQ_NEW;
 }
 

@@ -144,6 +144,13 @@ void pt_mq_free(struct pt_mq *mq);
  * A second touch in the same epoch is a PT_MQ_HIT that changes nothing.
  */
 int pt_mq_touch(struct pt_mq *mq, uint64_t id);
+/*
+ * Chunk @id is resident but no access to it has been seen (tracking just began): it joins
+ * Q0 at its cold end with stamp 0, without counting an access (callers that want to tell
+ * it from a chunk used in epoch 0 start using the model at epoch 1). 0 if the model knows
+ * it already, PT_MQ_NEW, -ENOSPC, -ENOMEM.
+ */
+int pt_mq_insert_cold(struct pt_mq *mq, uint64_t id);
 /* Closes the current epoch: adapts lifeTime, advances time, demotes expired chunks. */
 void pt_mq_epoch(struct pt_mq *mq);
 

@@ -483,7 +483,8 @@ static void report_backend(struct pt_daemon *d)
 		else
 			pt_info("BPF wake sources attached: %s", report);
 	}
-	d->scanner = PT_SCANNER_FALLBACK;
+	d->scanner = d->kmod_fd >= 0 && (pt_kmod_features(d->kmod_fd) & PAGETIER_FEAT_SCAN) ?
+		     PT_SCANNER_KMOD : PT_SCANNER_FALLBACK;
 	pt_info("access scanner: %s, %llu KiB chunks, every %llu ms", pt_scanner_name(d->scanner),
 		(unsigned long long)(1ULL << d->cfg.chunk_shift) >> 10,
 		(unsigned long long)d->cfg.scan_interval_ms);

@@ -9,7 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/ioctl.h>
+
 #include "cgroup.h"
+#include "pagetier.h"
 
 #define PT_PAGE_SHIFT 12
 /* pagemap entries read per pread: 512 KiB of entries, 256 MiB of address space. */
@@ -67,6 +70,101 @@ int pt_fold_pagemap(const uint64_t *pm, uint64_t n, uint64_t start, unsigned int
 			c->accessed++;
 	}
 	return 0;
+}
+
+static inline bool bit(const uint64_t *bm, uint64_t i)
+{
+	return bm && (bm[i / 64] >> (i % 64)) & 1;
+}
+
+int pt_fold_bitmaps(const uint64_t *accessed, const uint64_t *present, const uint64_t *swapped,
+		    uint64_t npages, uint64_t start, unsigned int chunk_shift,
+		    struct pt_proc_scan *out)
+{
+	uint64_t mask = ~((1ULL << chunk_shift) - 1);
+
+	for (uint64_t i = 0; i < npages; i++) {
+		bool p = bit(present, i), sw = bit(swapped, i);
+		struct pt_chunk_scan *c;
+
+		if (!p && !sw) {
+			/* Skip whole empty words quickly: sparse mappings are common. */
+			if (i % 64 == 0 && i + 64 <= npages && !(present && present[i / 64]) &&
+			    !(swapped && swapped[i / 64]))
+				i += 63;
+			continue;
+		}
+		c = chunk_at(out, (start + (i << PT_PAGE_SHIFT)) & mask);
+		if (!c)
+			return -ENOMEM;
+		c->present += p;
+		c->swapped += sw;
+		c->accessed += p && bit(accessed, i);
+	}
+	return 0;
+}
+
+/* The module's scanner: exact accessed bits per page (and per THP), cleared as it goes. */
+static int scan_kmod(int fd, pid_t pid, unsigned int chunk_shift, struct pt_proc_scan *out)
+{
+	const uint64_t words = PAGETIER_SCAN_DEFAULT_PAGES / 64;
+	uint64_t *acc = NULL, *pres = NULL, *swp = NULL;
+	char path[64], line[4096 + 128];
+	struct pt_range r;
+	FILE *maps;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = fopen(path, "re");
+	if (!maps)
+		return -ESRCH;
+	acc = malloc(words * 8);
+	pres = malloc(words * 8);
+	swp = malloc(words * 8);
+	if (!acc || !pres || !swp) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (!rc && fgets(line, sizeof(line), maps)) {
+		if (pt_maps_anon_range(line, &r) != 1)
+			continue;
+		for (uint64_t off = 0; off < r.len && !rc;
+		     off += PAGETIER_SCAN_DEFAULT_PAGES << PT_PAGE_SHIFT) {
+			struct pagetier_scan sc = {
+				.size = sizeof(sc),
+				.flags = PAGETIER_SCAN_CLEAR | PAGETIER_SCAN_FLUSH_TLB,
+				.pid = pid,
+				.start = r.start + off,
+				.len = r.len - off,
+				.accessed_bitmap = (uintptr_t)acc,
+				.present_bitmap = (uintptr_t)pres,
+				.swapped_bitmap = (uintptr_t)swp,
+			};
+
+			if (sc.len > PAGETIER_SCAN_DEFAULT_PAGES << PT_PAGE_SHIFT)
+				sc.len = PAGETIER_SCAN_DEFAULT_PAGES << PT_PAGE_SHIFT;
+			memset(acc, 0, words * 8);
+			memset(pres, 0, words * 8);
+			memset(swp, 0, words * 8);
+			/* The module bounds its work per call; resume until the range is done. */
+			do {
+				if (ioctl(fd, PAGETIER_IOC_SCAN, &sc)) {
+					/* unmapped meanwhile: EINVAL/ENOMEM for the range only */
+					rc = errno == ESRCH ? -ESRCH : 0;
+					break;
+				}
+			} while (sc.next_addr < sc.start + sc.len);
+			if (!rc)
+				rc = pt_fold_bitmaps(acc, pres, swp, sc.len >> PT_PAGE_SHIFT,
+						     sc.start, chunk_shift, out);
+		}
+	}
+out:
+	fclose(maps);
+	free(acc);
+	free(pres);
+	free(swp);
+	return rc;
 }
 
 int pt_smaps_referenced(const char *text,
@@ -228,8 +326,7 @@ int pt_scan_process(enum pt_scanner_kind kind, int kmod_fd, pid_t pid, unsigned 
 {
 	memset(out, 0, sizeof(*out));
 	out->pid = pid;
-	(void)kmod_fd;
 	if (kind == PT_SCANNER_KMOD)
-		return -EOPNOTSUPP;	/* wired when the module's scanner lands */
+		return scan_kmod(kmod_fd, pid, chunk_shift, out);
 	return scan_fallback(pid, chunk_shift, out);
 }

@@ -51,6 +51,14 @@ int pt_fold_pagemap(const uint64_t *pm, uint64_t n, uint64_t start, unsigned int
 		    bool read_referenced, struct pt_proc_scan *out);
 
 /*
+ * Pure: folds the scanner ioctl's bitmaps (bit i = page start + i * 4096; any may be NULL)
+ * for @npages pages into chunk records appended to @out. 0 or -ENOMEM.
+ */
+int pt_fold_bitmaps(const uint64_t *accessed, const uint64_t *present, const uint64_t *swapped,
+		    uint64_t npages, uint64_t start, unsigned int chunk_shift,
+		    struct pt_proc_scan *out);
+
+/*
  * Pure: parses smaps text into per-mapping "Referenced" kB; calls @fn for each mapping
  * with (start, end, referenced_kb, arg).
  */

@@ -17,95 +17,24 @@ import sys
 import tempfile
 import time
 
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.join(TOP, "build", "bin")
-CG = "/sys/fs/cgroup"
+import e2elib
+from e2elib import BIN, CG, MIB, Tap, ctl, run, status_json, tier_bytes_by_cgroup, wait_for
+
 PARENT = "pt-e2e"
 OPTED_IN = ["alpha", "beta"]
 LEFT_OUT = "gamma"
-MIB = 1 << 20
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, name, diag=None):
-        self.n += 1
-        if not cond:
-            self.failed += 1
-        print(f"{'ok' if cond else 'not ok'} {self.n} {name}", flush=True)
-        if diag and not cond:
-            for line in str(diag).splitlines():
-                print(f"#   {line}", flush=True)
-        return cond
-
-    def diag(self, text):
-        for line in str(text).splitlines():
-            print(f"# {line}", flush=True)
-
-    def bail(self, why):
-        print(f"Bail out! {why}", flush=True)
-        sys.exit(1)
-
-
-def run(cmd, check=False, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
-    return r
 
 
 def cg_read(name, f):
-    with open(os.path.join(CG, PARENT, name, f)) as fh:
-        return fh.read()
+    return e2elib.cg_read(name, f, PARENT)
 
 
 def cg_key(name, f, key):
-    for line in cg_read(name, f).splitlines():
-        k, v = line.split(" ", 1)
-        if k == key:
-            return int(v)
-    raise KeyError(key)
+    return e2elib.cg_key(name, f, key, PARENT)
 
 
 def cg_u64(name, f):
-    return int(cg_read(name, f).split()[0])
-
-
-def wait_for(pred, timeout, step=0.2):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
-
-
-def ctl(*args, runtime=None):
-    cmd = [os.path.join(BIN, "pagetierctl")]
-    if runtime:
-        cmd += ["--runtime-dir", runtime]
-    return run(cmd + list(args))
-
-
-def status_json(runtime):
-    r = ctl("--json", "status", runtime=runtime)
-    if r.returncode != 0:
-        return None
-    return {c["name"]: c for c in json.loads(r.stdout)["containers"]}
-
-
-def tier_bytes_by_cgroup():
-    r = ctl("--json", "tier", "stats")
-    if r.returncode != 0:
-        return {}
-    out = {}
-    for e in json.loads(r.stdout):
-        out[e["cgroup_id"]] = out.get(e["cgroup_id"], 0) + e["pages_stored"] * 4096
-    return out
+    return e2elib.cg_u64(name, f, PARENT)
 
 
 def write_config(d, idle):
@@ -117,9 +46,7 @@ def write_config(d, idle):
         for name in OPTED_IN:
             f.write(f"[{name}]\nmatch_cgroup = /{PARENT}/{name}\nclass = besteffort\n"
                     f"idle_threshold = {idle}\nprefetch = yes\n\n")
-    for root, dirs, files in os.walk(d):
-        for x in dirs + files:
-            os.chmod(os.path.join(root, x), 0o755 if x in dirs else 0o644)
+    e2elib.fix_perms(d)
 
 
 def check_bad_input(tap, backing, work):
@@ -168,11 +95,8 @@ def check_bad_input(tap, backing, work):
 def start_workload(name, size, work):
     ready = os.path.join(work, f"{name}.ready")
     report = os.path.join(work, f"{name}.report")
-    procs = os.path.join(CG, PARENT, name, "cgroup.procs")
-    # The shell moves itself into the cgroup, then becomes the workload.
-    cmd = (f"echo $$ > {procs} && exec {BIN}/ptwork --size {size} --work-ms 1500 "
-           f"--ready {ready} --report {report}")
-    p = subprocess.Popen(["sh", "-c", cmd])
+    p = e2elib.start_in_cgroup(PARENT, name, f"--size {size} --work-ms 1500 "
+                               f"--ready {ready} --report {report}")
     return {"proc": p, "ready": ready, "report": report}
 
 
@@ -215,13 +139,7 @@ def main():
         check_bad_input(tap, args.backing, work)
 
         # cgroups: three containers under one parent, memory and cpu controllers on.
-        for d, ctrl in ((CG, "+memory +cpu"), (os.path.join(CG, PARENT), "+memory +cpu")):
-            os.makedirs(d, exist_ok=True)
-            with open(os.path.join(d, "cgroup.subtree_control"), "w") as f:
-                f.write(ctrl)
-        for name in OPTED_IN + [LEFT_OUT]:
-            os.makedirs(os.path.join(CG, PARENT, name), exist_ok=True)
-        ids = {n: os.stat(os.path.join(CG, PARENT, n)).st_ino for n in OPTED_IN + [LEFT_OUT]}
+        ids = e2elib.setup_cgroups(PARENT, OPTED_IN + [LEFT_OUT])
 
         conf = os.path.join(work, "etc")
         write_config(conf, args.idle)
@@ -262,7 +180,7 @@ def main():
                        tb.get(ids[n], 0) >= 0.9 * before[n] for n in OPTED_IN)
             return (st, tb) if done else None
         t_idle = time.monotonic()
-        res = wait_for(offloaded, 90, step=0.5)
+        wait_for(offloaded, 90, step=0.5)
         st = status_json(runtime) or {}
         tb = tier_bytes_by_cgroup()
         idle_s = time.monotonic() - t_idle
@@ -350,12 +268,7 @@ def main():
         if tier_dev:
             r = ctl("tier", "destroy", tier_dev.replace("/dev/pagetier", ""))
             tap.ok(r.returncode == 0, "tier destroyed", r.stderr)
-        for n in OPTED_IN + [LEFT_OUT]:
-            p = os.path.join(CG, PARENT, n)
-            if os.path.isdir(p):
-                os.rmdir(p)
-        if os.path.isdir(os.path.join(CG, PARENT)):
-            os.rmdir(os.path.join(CG, PARENT))
+        e2elib.remove_cgroups(PARENT, OPTED_IN + [LEFT_OUT])
         shutil.rmtree(work, ignore_errors=True)
     print(f"1..{tap.n}")
     print(f"# e2e: {tap.n - tap.failed} passed, {tap.failed} failed", flush=True)
@@ -378,8 +291,8 @@ def print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s
     w("\nverified: every byte of each container's 256 MiB was re-read and compared with the\n"
       "pattern after wake (mismatches: " +
       ", ".join(f"{n} {reports.get(n, {}).get('mismatches')}" for n in loads) + ").\n")
-    w(f"wake: time for the workload to touch and check all its memory after its wake signal;\n"
-      f"pagetierd issued the prefetch " +
+    w("wake: time for the workload to touch and check all its memory after its wake signal;\n"
+      "pagetierd finished the prefetch " +
       ", ".join(f"{n} {st.get(n, {}).get('last_wake_ms')} ms" for n in OPTED_IN) +
       " after it saw the wake.\n")
     w("gamma did not opt in: never offloaded (memory.swap.current stayed 0); its wake time is\n"

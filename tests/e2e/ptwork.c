@@ -8,6 +8,13 @@
  *
  * The report is one JSON line: {"bytes":N,"verified":N,"mismatches":N,"wake_ms":F,...}.
  * After reporting it idles again until SIGTERM, so its memory can be inspected.
+ *
+ *   ptwork --size 1G --hot-pct 10 --ready FILE
+ *
+ * Hot-set mode: after the fill, it keeps reading the first PCT% of its memory (one word
+ * per page, a pass every 100 ms) and never touches the rest again, until SIGTERM; on
+ * SIGTERM it verifies every byte and writes the report. Reads only: what a scanner sees
+ * of them is accessed bits, not dirty ones.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -86,11 +93,12 @@ int main(int argc, char **argv)
 		{ "ready", required_argument, NULL, 'r' },
 		{ "report", required_argument, NULL, 'o' },
 		{ "seed", required_argument, NULL, 'S' },
+		{ "hot-pct", required_argument, NULL, 'H' },
 		{ 0 }
 	};
 	const char *ready = NULL, *report = NULL;
 	uint64_t size = 256ULL << 20, seed = 0x5eed, words, mismatches = 0, first_bad = UINT64_MAX;
-	long work_ms = 1000;
+	long work_ms = 1000, hot_pct = 0;
 	struct sigaction sa = { 0 };
 	sigset_t block, old;
 	uint64_t *mem;
@@ -118,6 +126,13 @@ int main(int argc, char **argv)
 		case 'S':
 			seed = strtoull(optarg, NULL, 0);
 			break;
+		case 'H':
+			hot_pct = strtol(optarg, NULL, 10);
+			if (hot_pct < 1 || hot_pct > 100) {
+				fprintf(stderr, "ptwork: --hot-pct must be 1-100\n");
+				return 2;
+			}
+			break;
 		default:
 			fprintf(stderr, "usage: ptwork [--size N] [--work-ms N] [--ready F] [--report F] [--seed N]\n");
 			return 2;
@@ -139,6 +154,25 @@ int main(int argc, char **argv)
 	}
 	for (uint64_t i = 0; i < words; i++)
 		mem[i] = pattern(seed, i);
+	if (hot_pct) {
+		uint64_t hot_words = words / 100 * (uint64_t)hot_pct, sum = 0;
+		struct timespec pause_ts = { .tv_nsec = 100 * 1000000L };
+
+		if (ready && write_file(ready, "ready\n")) {
+			perror("ptwork: ready file");
+			return 1;
+		}
+		while (!stop) {
+			for (uint64_t i = 0; i < hot_words; i += 512)
+				sum += ((volatile uint64_t *)mem)[i];
+			nanosleep(&pause_ts, NULL);
+		}
+		if (sum == 42)
+			fputc(' ', stderr);
+		woken = 1;	/* verify and report below */
+		stop = 0;
+		goto verify;
+	}
 	/* "Work": keep re-reading the data for a while, so the daemon sees CPU activity. */
 	t0 = now_ms();
 	for (uint64_t sum = 0; now_ms() - t0 < (double)work_ms;) {
@@ -160,6 +194,7 @@ int main(int argc, char **argv)
 	if (stop)
 		return 0;
 
+verify:
 	t0 = now_ms();
 	for (uint64_t i = 0; i < words; i++) {
 		if (mem[i] != pattern(seed, i)) {
@@ -180,6 +215,8 @@ int main(int argc, char **argv)
 		perror("ptwork: report file");
 		return 1;
 	}
+	if (hot_pct)
+		return mismatches ? 3 : 0;
 	sigprocmask(SIG_BLOCK, &block, &old);
 	while (!stop)
 		sigsuspend(&old);

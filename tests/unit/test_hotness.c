@@ -163,6 +163,25 @@ static void test_precision_recall(void **state)
 	}
 	assert_true(h.precision > 0.999 && h.precision < 1.001);
 	assert_true(h.recall > 0.499 && h.recall < 0.501);
+	/* Prefetched chunks touched after the wake are hits; the ten others are refaults. */
+	assert_int_equal(h.refaults, 10);
+	pt_hot_free(&h);
+}
+
+static void test_idle_closes_window(void **state)
+{
+	struct pt_hot h;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	scan_one(&h, 3, first_ten, NULL);
+	pt_hot_record_wake_set(&h, 1);
+	pt_hot_evict_all(&h);
+	pt_hot_prefetched(&h, 10);
+	scan_one(&h, 3, first_ten, NULL);		/* one epoch of the ten */
+	assert_true(h.precision < 0);
+	pt_hot_record_wake_set(&h, 1);			/* idle again: measured so far */
+	assert_true(h.precision > 0.999 && h.recall > 0.999);
 	pt_hot_free(&h);
 }
 
@@ -206,6 +225,34 @@ static void test_fold_pagemap(void **state)
 	assert_int_equal(pt_fold_pagemap(pm, 40, BASE, 16, true, &out), 0);
 	assert_int_equal(out.chunks[0].accessed, 2);
 	assert_int_equal(out.chunks[2].accessed, 1);
+	pt_proc_scan_free(&out);
+}
+
+static void test_fold_bitmaps(void **state)
+{
+	uint64_t acc[4] = { 0 }, pres[4] = { 0 }, swp[4] = { 0 };
+	struct pt_proc_scan out = { 0 };
+
+	(void)state;
+	/* 256 pages = 16 chunks of 64 KiB; page 0 accessed, 1 present, 20 swapped, 200 both */
+	acc[0] = 1;
+	pres[0] = 3;
+	swp[0] = 1ULL << 20;
+	pres[3] = acc[3] = 1ULL << (200 - 192);
+	assert_int_equal(pt_fold_bitmaps(acc, pres, swp, 256, BASE, 16, &out), 0);
+	assert_int_equal(out.n, 3);
+	assert_true(out.chunks[0].addr == BASE);
+	assert_int_equal(out.chunks[0].present, 2);
+	assert_int_equal(out.chunks[0].accessed, 1);
+	assert_true(out.chunks[1].addr == BASE + CHUNK);
+	assert_int_equal(out.chunks[1].swapped, 1);
+	assert_true(out.chunks[2].addr == BASE + 12 * CHUNK);
+	assert_int_equal(out.chunks[2].accessed, 1);
+	pt_proc_scan_free(&out);
+	/* An accessed bit without present (a racing unmap) does not count. */
+	memset(pres, 0, sizeof(pres));
+	assert_int_equal(pt_fold_bitmaps(acc, pres, NULL, 256, BASE, 16, &out), 0);
+	assert_int_equal(out.n, 0);
 	pt_proc_scan_free(&out);
 }
 
@@ -259,8 +306,10 @@ int main(void)
 		cmocka_unit_test(test_ranges_merge_adjacent),
 		cmocka_unit_test(test_refault_and_wake_set),
 		cmocka_unit_test(test_precision_recall),
+		cmocka_unit_test(test_idle_closes_window),
 		cmocka_unit_test(test_exited_process_forgotten),
 		cmocka_unit_test(test_fold_pagemap),
+		cmocka_unit_test(test_fold_bitmaps),
 		cmocka_unit_test(test_smaps_referenced),
 		cmocka_unit_test(test_idset),
 	};

@@ -806,9 +806,35 @@ static void test_randomized(void **state)
 	free(cand);
 }
 
+/* A chunk seen resident but never accessed is the coldest, and does not count as used. */
+static void test_insert_cold(void **state)
+{
+	struct pt_mq *mq;
+	struct pt_mq_chunk c;
+	uint64_t out[4];
+
+	(void)state;
+	assert_int_equal(pt_mq_new(NULL, &mq), 0);
+	assert_int_equal(pt_mq_touch(mq, 1), PT_MQ_NEW);
+	pt_mq_epoch(mq);
+	assert_int_equal(pt_mq_insert_cold(mq, 2), PT_MQ_NEW);
+	assert_int_equal(pt_mq_insert_cold(mq, 2), 0);		/* already known */
+	assert_int_equal(pt_mq_insert_cold(mq, 1), 0);		/* known and used: unchanged */
+	assert_int_equal(pt_mq_lookup(mq, 2, &c), 0);
+	assert_int_equal(c.stamp, 0);
+	assert_int_equal(pt_mq_coldest(mq, out, 4), 2);
+	assert_int_equal(out[0], 2);				/* colder than chunk 1 */
+	assert_int_equal(pt_mq_touch(mq, 2), PT_MQ_HIT);	/* now really used */
+	assert_int_equal(pt_mq_lookup(mq, 2, &c), 0);
+	assert_int_equal(c.freq, 2);
+	assert_int_equal(pt_mq_check(mq), 0);
+	pt_mq_free(mq);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_insert_cold),
 		cmocka_unit_test(test_params),
 		cmocka_unit_test(test_bad_calls),
 		cmocka_unit_test(test_promotion),

@@ -29,6 +29,10 @@ echo "== e2e: idle_wake"
 python3 "$top/tests/e2e/idle_wake.py" 2>&1 | tee "$out/e2e.tap"
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 
+echo "== e2e: hotness"
+python3 "$top/tests/e2e/hotness.py" 2>&1 | tee "$out/e2e-hotness.tap"
+[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+
 echo "== module"
 {
 	echo "TAP version 13"

@@ -5,7 +5,7 @@
 # directory. Everything else the guest sees of the host is read-only.
 
 PT_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-PT_VM_MEM=${PT_VM_MEM:-2G}
+PT_VM_MEM=${PT_VM_MEM:-3G}
 PT_VM_CPUS=${PT_VM_CPUS:-2}
 PT_VM_NVME_SIZE=${PT_VM_NVME_SIZE:-4G}
 PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-900}

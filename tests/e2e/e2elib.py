@@ -1,0 +1,151 @@
+"""Helpers shared by the e2e scenarios (run as root inside the test VM): TAP output,
+cgroup files, pagetierctl, waiting."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.join(TOP, "build", "bin")
+CG = "/sys/fs/cgroup"
+MIB = 1 << 20
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, name, diag=None):
+        self.n += 1
+        if not cond:
+            self.failed += 1
+        print(f"{'ok' if cond else 'not ok'} {self.n} {name}", flush=True)
+        if diag and not cond:
+            for line in str(diag).splitlines():
+                print(f"#   {line}", flush=True)
+        return cond
+
+    def diag(self, text):
+        for line in str(text).splitlines():
+            print(f"# {line}", flush=True)
+
+    def bail(self, why):
+        print(f"Bail out! {why}", flush=True)
+        sys.exit(1)
+
+
+def run(cmd, check=False, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
+    return r
+
+
+def cg_read(name, f, parent):
+    with open(os.path.join(CG, parent, name, f)) as fh:
+        return fh.read()
+
+
+def cg_key(name, f, key, parent):
+    for line in cg_read(name, f, parent).splitlines():
+        k, v = line.split(" ", 1)
+        if k == key:
+            return int(v)
+    raise KeyError(key)
+
+
+def cg_u64(name, f, parent):
+    return int(cg_read(name, f, parent).split()[0])
+
+
+def wait_for(pred, timeout, step=0.2):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+def ctl(*args, runtime=None):
+    cmd = [os.path.join(BIN, "pagetierctl")]
+    if runtime:
+        cmd += ["--runtime-dir", runtime]
+    return run(cmd + list(args))
+
+
+def status_json(runtime):
+    r = ctl("--json", "status", runtime=runtime)
+    if r.returncode != 0:
+        return None
+    return {c["name"]: c for c in json.loads(r.stdout)["containers"]}
+
+
+def tier_bytes_by_cgroup():
+    r = ctl("--json", "tier", "stats")
+    if r.returncode != 0:
+        return {}
+    out = {}
+    for e in json.loads(r.stdout):
+        out[e["cgroup_id"]] = out.get(e["cgroup_id"], 0) + e["pages_stored"] * 4096
+    return out
+
+
+
+
+def setup_cgroups(parent, names):
+    """cgroup v2 memory and cpu controllers for @parent and its children @names."""
+    for d in (CG, os.path.join(CG, parent)):
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "cgroup.subtree_control"), "w") as f:
+            f.write("+memory +cpu")
+    for n in names:
+        os.makedirs(os.path.join(CG, parent, n), exist_ok=True)
+    return {n: os.stat(os.path.join(CG, parent, n)).st_ino for n in names}
+
+
+def remove_cgroups(parent, names):
+    for n in names:
+        p = os.path.join(CG, parent, n)
+        if os.path.isdir(p):
+            os.rmdir(p)
+    if os.path.isdir(os.path.join(CG, parent)):
+        os.rmdir(os.path.join(CG, parent))
+
+
+def fix_perms(d):
+    """Config files as pagetierd wants them: writable by their owner only."""
+    for root, dirs, files in os.walk(d):
+        for x in dirs:
+            os.chmod(os.path.join(root, x), 0o755)
+        for x in files:
+            os.chmod(os.path.join(root, x), 0o644)
+
+
+def start_in_cgroup(parent, name, args):
+    """Starts build/bin/ptwork ARGS inside cgroup @parent/@name."""
+    procs = os.path.join(CG, parent, name, "cgroup.procs")
+    # The shell moves itself into the cgroup, then becomes the workload.
+    cmd = f"echo $$ > {procs} && exec {BIN}/ptwork {args}"
+    return subprocess.Popen(["sh", "-c", cmd])
+
+
+def create_tier(tap, backing):
+    """/dev/pagetierN over @backing as the only swap device; returns the device."""
+    r = ctl("--json", "tier", "create", backing)
+    if r.returncode != 0:
+        tap.bail(f"tier create failed: {r.stderr.strip()}")
+    dev = json.loads(r.stdout)["device"]
+    run(["mkswap", dev], check=True)
+    run(["swapon", "--discard=pages", "-p", "32767", dev], check=True)
+    return dev
+
+
+def destroy_tier(tap, dev):
+    r = run(["swapoff", dev])
+    tap.ok(r.returncode == 0, "swapoff of the tier succeeds", r.stderr)
+    r = ctl("tier", "destroy", dev.replace("/dev/pagetier", ""))
+    tap.ok(r.returncode == 0, "tier destroyed", r.stderr)
