@@ -1,6 +1,7 @@
 """Helpers shared by the e2e scenarios (run as root inside the test VM): TAP output,
 cgroup files, pagetierctl, waiting."""
 import json
+import struct
 import os
 import subprocess
 import sys
@@ -149,3 +150,25 @@ def destroy_tier(tap, dev):
     tap.ok(r.returncode == 0, "swapoff of the tier succeeds", r.stderr)
     r = ctl("tier", "destroy", dev.replace("/dev/pagetier", ""))
     tap.ok(r.returncode == 0, "tier destroyed", r.stderr)
+
+
+def pagemap_counts(pid, start, end):
+    """(present, swapped) pages of [start, end) of process @pid, from /proc/PID/pagemap."""
+    present = swapped = 0
+    with open(f"/proc/{pid}/pagemap", "rb") as f:
+        f.seek(start // 4096 * 8)
+        left = (end - start) // 4096
+        while left:
+            n = min(left, 65536)
+            for e in struct.unpack(f"<{n}Q", f.read(n * 8)):
+                present += (e >> 63) & 1
+                swapped += (e >> 62) & 1
+            left -= n
+    return present, swapped
+
+
+def read_ready(path):
+    """A hot-set ptwork's ready file: (address, size, hot bytes)."""
+    with open(path) as f:
+        _, addr, size, hot = f.read().split()
+    return int(addr, 16), int(size), int(hot)

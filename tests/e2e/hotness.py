@@ -20,7 +20,7 @@ import tempfile
 import time
 
 import e2elib
-from e2elib import BIN, MIB, Tap, run, status_json, tier_bytes_by_cgroup, wait_for
+from e2elib import BIN, MIB, Tap, run, status_json, wait_for
 
 PARENT = "pt-hot"
 SCAN_MS = 1000
@@ -76,25 +76,25 @@ def hot_cold(tap, work, runtime, ids):
         tap.bail("hc: the 1 GiB workload did not become ready in 180 s")
     t_ready = time.monotonic()
     scans0 = (status_json(runtime) or {}).get("hc", {}).get("scans", 0)
-    cold = size - size // 10
+    addr, _, hot = e2elib.read_ready(ready)
+    cold_pages = (size - hot) // 4096
 
-    def offloaded():
-        return tier_bytes_by_cgroup().get(ids["hc"], 0) >= 0.9 * cold
-    wait_for(offloaded, 120, step=0.25)
+    def cold_swapped():
+        return e2elib.pagemap_counts(p.pid, addr + hot, addr + size)[1]
+    # Exact: the swap bit of every page of the cold range (the tier is the only swap).
+    wait_for(lambda: cold_swapped() >= 0.9 * cold_pages, 120, step=0.25)
     st = (status_json(runtime) or {}).get("hc", {})
-    on_tier = tier_bytes_by_cgroup().get(ids["hc"], 0)
+    swapped = cold_swapped()
     scans = st.get("scans", 0) - scans0
     secs = time.monotonic() - t_ready
     cold_epochs = COLD_AFTER_MS // SCAN_MS
     # The memory turns cold when the fill ends; the model needs one epoch to see it, then
     # cold_after; "within two scan intervals" of that is what the issue asks.
     limit = 1 + cold_epochs + 2
-    by_daemon = st.get("cold_offloaded_bytes", 0)
-    tap.ok(on_tier >= 0.9 * cold and by_daemon >= 0.9 * cold and scans <= limit,
-           f"hc: {on_tier // MIB} of the {cold // MIB} MiB cold part on the tier "
-           f"({by_daemon // MIB} MiB advised by pagetierd) after "
-           f"{scans} scans (limit {limit}: 1 to see it, {cold_epochs} of cold_after, 2 more), "
-           f"{secs:.1f} s", json.dumps(st))
+    tap.ok(swapped >= 0.9 * cold_pages and scans <= limit,
+           f"hc: {swapped * 4096 // MIB} of the {cold_pages * 4096 // MIB} MiB cold part on "
+           f"the tier after {scans} scans (limit {limit}: 1 to see it, {cold_epochs} of "
+           f"cold_after, 2 more), {secs:.1f} s", json.dumps(st))
     hot_chunks = size // 10 // CHUNK
     r0 = st.get("refaults", 0)
     time.sleep(30)
@@ -102,8 +102,9 @@ def hot_cold(tap, work, runtime, ids):
     per_min = (st.get("refaults", 0) - r0) * 2
     tap.ok(per_min < 0.01 * hot_chunks,
            f"hc: {per_min} refaults/min of {hot_chunks} hot chunks (limit 1%)", json.dumps(st))
-    tap.ok(cgk("hc", "anon") >= 0.9 * (size // 10),
-           f"hc: the hot 10% stays resident ({cgk('hc', 'anon') // MIB} MiB anon)")
+    hot_present = e2elib.pagemap_counts(p.pid, addr, addr + hot)[0]
+    tap.ok(hot_present >= 0.9 * hot // 4096,
+           f"hc: the hot 10% stays resident ({hot_present * 4096 // MIB} of {hot // MIB} MiB)")
     stop_and_verify(tap, "hc", p, report, size)
 
 

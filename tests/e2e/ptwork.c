@@ -157,8 +157,12 @@ int main(int argc, char **argv)
 	if (hot_pct) {
 		uint64_t hot_words = words / 100 * (uint64_t)hot_pct, sum = 0;
 		struct timespec pause_ts = { .tv_nsec = 100 * 1000000L };
+		char where[96];
 
-		if (ready && write_file(ready, "ready\n")) {
+		/* Where the memory is, so that a test can read its pages' state in pagemap. */
+		snprintf(where, sizeof(where), "ready %p %llu %llu\n", (void *)mem,
+			 (unsigned long long)size, (unsigned long long)(hot_words * 8));
+		if (ready && write_file(ready, where)) {
 			perror("ptwork: ready file");
 			return 1;
 		}
