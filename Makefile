@@ -5,6 +5,7 @@
 #   make test    unit tests (ASan+UBSan), then the VM suite on the 6.1 and 6.12 kernels
 #   make demo    the end-to-end scenario in a VM, with a report
 #   make lint    checkpatch.pl --strict on the module
+#   make install the daemon, pagetierctl, libpagetier.so, systemd unit (DESTDIR=...)
 #
 # Everything is built under build/; the source tree stays clean.
 
@@ -28,7 +29,7 @@ LIBPTD_SAN      := $(B)/obj-san/libptd.a
 USER_LIBS       := -linih -lpthread
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit vm-test demo lint clean help
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit vm-test demo lint install clean help
 all: kmod bpf libpreload daemon tools kselftest
 
 help:
@@ -118,6 +119,20 @@ test: deps
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@tests/vm/demo.sh $(lastword $(KERNELS))
+
+# Installs the userspace and the configuration examples (never over an existing config).
+# The module is installed with DKMS (packaging/dkms.conf) for the kernels of the host.
+DESTDIR ?=
+install: daemon libpreload
+	install -D -m 0755 $(B)/bin/pagetierd $(DESTDIR)/usr/sbin/pagetierd
+	install -D -m 0755 $(B)/bin/pagetierctl $(DESTDIR)/usr/sbin/pagetierctl
+	install -D -m 0644 $(B)/lib/libpagetier.so $(DESTDIR)/usr/lib/pagetier/libpagetier.so
+	install -D -m 0644 packaging/pagetierd.service $(DESTDIR)/lib/systemd/system/pagetierd.service
+	install -d -m 0755 $(DESTDIR)/etc/pagetier/containers.d
+	[ -e $(DESTDIR)/etc/pagetier/pagetierd.conf ] || \
+		install -m 0644 packaging/etc/pagetier/pagetierd.conf $(DESTDIR)/etc/pagetier/
+	install -D -m 0644 packaging/etc/pagetier/containers.d/example.conf \
+		$(DESTDIR)/usr/share/doc/pagetier/examples/containers.d/example.conf
 
 lint:
 	@perl $(B)/linux-src/scripts/checkpatch.pl --no-tree --strict --terse -f kmod/*.c kmod/*.h kmod/uapi/*.h
