@@ -48,6 +48,7 @@ struct pt_daemon {
 	char preload_path[PATH_MAX];
 	bool use_bpf;
 	enum pt_scanner_kind scanner;
+	uint64_t bpf_unmatched;		/* events of cgroups with no context: must stay 0 */
 	char sock_path[PATH_MAX];
 	bool running;
 };
@@ -189,8 +190,11 @@ static int on_bpf_event(const struct pt_bpf_event *e, void *arg)
 	struct pt_context *ctx = find_ctx_by_id(d, e->cgroup_id);
 	uint64_t now = pt_now_ms();
 
-	if (!ctx || e->type >= PT_BPF_EV_MAX)
+	if (!ctx || e->type >= PT_BPF_EV_MAX) {
+		/* The kernel-side filter lets through opted-in cgroups only. */
+		d->bpf_unmatched++;
 		return 0;
+	}
 	ctx->bpf_events[e->type]++;
 	if (ctx->idle.state != PT_STATE_IDLE)
 		return 0;
@@ -337,7 +341,7 @@ static void ctl_reply(struct pt_daemon *d, int cfd, char *req)
 		fprintf(out, "backend: %s\n", backend_name(d));
 		pt_status_table(out, d->ctxs, d->n_ctxs);
 	} else if (strcmp(req, "status json") == 0) {
-		pt_status_json(out, d->ctxs, d->n_ctxs, backend_name(d));
+		pt_status_json(out, d->ctxs, d->n_ctxs, backend_name(d), d->bpf_unmatched);
 	} else if (strcmp(req, "containers") == 0) {
 		for (size_t i = 0; i < d->cfg.n_policies; i++) {
 			const struct pt_policy *p = &d->cfg.policies[i];

@@ -71,10 +71,12 @@ void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n)
 		fprintf(out, "(no opted-in container is running)\n");
 }
 
-void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const char *backend)
+void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const char *backend,
+		    uint64_t bpf_unmatched)
 {
 	fprintf(out, "{\"backend\":");
 	pt_json_string(out, backend);
+	fprintf(out, ",\"bpf_unmatched_events\":%" PRIu64, bpf_unmatched);
 	fprintf(out, ",\"containers\":[");
 	for (size_t i = 0; i < n; i++) {
 		const struct pt_context *c = &ctxs[i];
@@ -95,7 +97,7 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			",\"wakeup\":%" PRIu64 ",\"net\":%" PRIu64 "},\"scans\":%" PRIu64
 			",\"refaults\":%" PRIu64 ",\"cold_offloaded_bytes\":%" PRIu64
 			",\"wake_set_chunks\":%zu,\"prefetch_precision\":%.3f"
-			",\"prefetch_recall\":%.3f,\"wake_source\":",
+			",\"prefetch_recall\":%.3f,\"woke_at_ms\":%" PRIu64 ",\"wake_source\":",
 			c->cgroup_id, pt_class_name(c->policy.class), pt_state_name(c->idle.state),
 			c->sample.memory_current, c->sample.anon, c->sample.swap_current,
 			c->tier_pages * (uint64_t)4096, c->anon_at_idle, c->n_offloads,
@@ -103,7 +105,7 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			c->reclaimed, c->preload_records, c->bpf_events[1], c->bpf_events[2],
 			c->bpf_events[3], c->bpf_events[4], c->scans, c->hot.refaults,
 			c->cold_offloaded_bytes, c->hot.n_wake_set, c->hot_ok ? c->hot.precision : -1.0,
-			c->hot_ok ? c->hot.recall : -1.0);
+			c->hot_ok ? c->hot.recall : -1.0, c->idle.woke_at_ms);
 		pt_json_string(out, c->wake_source);
 		fputc('}', out);
 	}

@@ -10,7 +10,8 @@
 
 /* Writes one row per context. Pure: only formats what it is given. */
 void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n);
-void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const char *backend);
+void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const char *backend,
+		    uint64_t bpf_unmatched);
 /* Writes @s as a JSON string literal. */
 void pt_json_string(FILE *out, const char *s);
 /* Human size: "256.0M", "1.2G", "0". */

@@ -213,6 +213,11 @@ def main():
                f"{LEFT_OUT} (not opted in) untouched: swap {g_swap}, tier "
                f"{tb.get(ids[LEFT_OUT], 0)}, anon {g_anon // MIB} MiB")
         tap.ok(LEFT_OUT not in st, f"{LEFT_OUT} has no memory context in pagetierd")
+        # gamma faulted in 256 MiB while busy: none of it may reach the daemon through BPF.
+        r = ctl("--json", "status", runtime=runtime)
+        unmatched = json.loads(r.stdout).get("bpf_unmatched_events", -1) if r.returncode == 0 else -1
+        tap.ok(unmatched == 0, f"zero BPF events from the cgroup that did not opt in "
+               f"({unmatched}; alpha {st.get('alpha', {}).get('bpf_events')})")
 
         # Wake: signal every workload; each verifies its memory byte for byte.
         for n in loads:

@@ -18,7 +18,7 @@ static char *render(bool as_json, const struct pt_context *c, size_t n)
 	FILE *f = open_memstream(&buf, &len);
 
 	if (as_json)
-		pt_status_json(f, c, n, "pagetier.ko");
+		pt_status_json(f, c, n, "pagetier.ko", 0);
 	else
 		pt_status_table(f, c, n);
 	fclose(f);

@@ -33,6 +33,10 @@ echo "== e2e: hotness"
 python3 "$top/tests/e2e/hotness.py" 2>&1 | tee "$out/e2e-hotness.tap"
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 
+echo "== e2e: packet_wake"
+python3 "$top/tests/e2e/packet_wake.py" 2>&1 | tee "$out/e2e-packet-wake.tap"
+[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+
 echo "== module"
 {
 	echo "TAP version 13"
