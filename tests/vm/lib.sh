@@ -30,7 +30,7 @@ pt_vm_run() {
 		vng --run "$vmlinuz" --disable-kvm --memory "$PT_VM_MEM" --cpus "$PT_VM_CPUS" \
 		--cwd "$PT_TOP" --rwdir "$out" \
 		--qemu-opts="-drive file=$img,if=none,id=nv0,format=raw,cache=none,aio=threads -device nvme,serial=pagetier-nvme,drive=nv0 $extra" \
-		--exec "PT_OUT=$out PT_TOP=$PT_TOP $cmd" </dev/null 2>&1 | tee "$out/console.log"
+		--exec "export PT_OUT=$out PT_TOP=$PT_TOP; $cmd" </dev/null 2>&1 | tee "$out/console.log"
 	local rc=${PIPESTATUS[0]}
 	rm -f "$img"
 	return "$rc"
