@@ -29,7 +29,7 @@ LIBPTD_SAN      := $(B)/obj-san/libptd.a
 USER_LIBS       := -linih -lpthread
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit vm-test demo lint install clean help
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit vm-test demo lint install fuzz clean help
 all: kmod bpf libpreload daemon tools kselftest
 
 help:
@@ -108,6 +108,13 @@ unit: $(UNIT_TESTS)
 	  echo "== $$t"; \
 	  ( cd tests/unit && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(CURDIR)/$$t ) || fail=1; \
 	done; [ $$fail = 0 ] || { echo "unit tests failed" >&2; exit 1; }
+
+# libFuzzer on the preload decoder (not part of make test: run it for as long as you like).
+fuzz: $(B)/fuzz/fuzz_preload_decode
+$(B)/fuzz/fuzz_preload_decode: tests/fuzz/fuzz_preload_decode.c daemon/preload_decode.c daemon/log.c $(DAEMON_HDR)
+	@mkdir -p $(@D)/corpus; echo "  CC    $@ (libFuzzer, asan, ubsan)"
+	@clang $(filter-out -Wno-format-truncation,$(USER_CFLAGS)) -fsanitize=fuzzer,address,undefined \
+		-o $@ $< daemon/preload_decode.c daemon/log.c
 
 vm-test: all
 	@tests/vm/run-suite.sh $(KERNELS)
