@@ -22,9 +22,10 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
+#include "scan.h"
 #include "tier.h"
 
-#define PT_FEATURES	(PAGETIER_FEAT_TIER | PAGETIER_FEAT_CGROUP_STATS)
+#define PT_FEATURES	(PAGETIER_FEAT_TIER | PAGETIER_FEAT_CGROUP_STATS | PT_SCAN_FEATURES)
 
 /* Sizes of the first ABI version: the smallest structs a caller may pass. */
 #define PT_VERSION_SIZE_V1		16
@@ -167,6 +168,21 @@ static int pt_ioctl_cgroup_stats(void __user *uarg)
 	return pt_copy_out(uarg, &req, sizeof(req), usize);
 }
 
+static int pt_ioctl_scan(void __user *uarg)
+{
+	struct pagetier_scan req;
+	u32 usize;
+	int ret;
+
+	ret = pt_copy_in(&req, sizeof(req), PT_SCAN_SIZE_V1, uarg, &usize);
+	if (ret)
+		return ret;
+	ret = pt_scan(&req);
+	if (ret)
+		return ret;
+	return pt_copy_out(uarg, &req, sizeof(req), usize);
+}
+
 static long pt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
@@ -187,6 +203,8 @@ static long pt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return pt_ioctl_tier_destroy(uarg);
 	case _IOC_NR(PAGETIER_IOC_CGROUP_STATS):
 		return pt_ioctl_cgroup_stats(uarg);
+	case _IOC_NR(PAGETIER_IOC_SCAN):
+		return pt_ioctl_scan(uarg);
 	default:
 		return -ENOTTY;
 	}
