@@ -231,6 +231,13 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 			cfg->offload_rate = v;
+		} else if (strcmp(name, "free_watermark") == 0) {
+			if (pt_parse_size(value, &v)) {
+				add_error(st, "free_watermark must be a size (e.g. 2G, 0 for off), got '%s'",
+					  value);
+				return 0;
+			}
+			cfg->free_watermark = v;
 		} else if (strcmp(name, "log_level") == 0) {
 			if (pt_log_parse_level(value, &cfg->log_level)) {
 				add_error(st, "log_level must be error, warn, info or debug, got '%s'",
@@ -238,7 +245,7 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 		} else {
-			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, log_level)",
+			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, free_watermark, log_level)",
 				  name);
 			return 0;
 		}

@@ -11,6 +11,7 @@
  *   scan_interval = 1s                    cold_after = 0                (0: only at idle)
  *   chunk_size = 64K
  *   offload_rate = 128M
+ *   free_watermark = 0                    (keep this much available; 0: off)
  *   [defaults]                            resident_floor = 0
  *   idle_threshold = 30s                  prefetch = yes
  *                                         offload_cap = 0               (0: no cap)
@@ -54,6 +55,7 @@ struct pt_config {
 	uint64_t scan_interval_ms;	/* one hotness epoch */
 	unsigned int chunk_shift;	/* log2 of the hotness chunk size */
 	uint64_t offload_rate;		/* bytes/s of cold offload per container, at most */
+	uint64_t free_watermark;	/* keep MemAvailable above this (0: off) */
 	uint64_t default_idle_ms;
 	enum pt_log_level log_level;
 	struct pt_policy *policies;

@@ -290,8 +290,7 @@ static void run_cold(struct pt_job *job)
 struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval_ms,
 				  uint64_t max_bytes)
 {
-	uint64_t chunk = 1ULL << ctx->hot.chunk_shift, epochs;
-	struct pt_action *a;
+	uint64_t chunk = 1ULL << ctx->hot.chunk_shift, epochs, *ids;
 	size_t max;
 	int n;
 
@@ -307,20 +306,39 @@ struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval
 	if (!max)
 		return NULL;
 	epochs = (ctx->policy.cold_after_ms + scan_interval_ms - 1) / scan_interval_ms;
-	a = new_action(ctx, PT_JOB_COLD, run_cold);
-	if (!a)
+	ids = malloc(max * sizeof(*ids));
+	if (!ids)
 		return NULL;
-	a->ids = malloc(max * sizeof(*a->ids));
-	n = a->ids ? pt_hot_cold_chunks(&ctx->hot, (uint32_t)epochs, a->ids, max) : -ENOMEM;
-	if (n > 0)
-		a->n_set = pt_hot_ranges(&ctx->hot, a->ids, (size_t)n, &a->set);
-	if (n <= 0 || a->n_set <= 0) {
+	n = pt_hot_cold_chunks(&ctx->hot, (uint32_t)epochs, ids, max);
+	if (n <= 0) {
+		free(ids);
+		return NULL;
+	}
+	return pt_context_cold_ids(ctx, ids, (size_t)n);
+}
+
+struct pt_action *pt_context_cold_ids(struct pt_context *ctx, uint64_t *ids, size_t n)
+{
+	struct pt_action *a;
+
+	if (!ctx->hot_ok || ctx->busy || ctx->policy.class == PT_CLASS_CRITICAL) {
+		free(ids);
+		return NULL;
+	}
+	a = new_action(ctx, PT_JOB_COLD, run_cold);
+	if (!a) {
+		free(ids);
+		return NULL;
+	}
+	a->ids = ids;
+	a->n_set = pt_hot_ranges(&ctx->hot, ids, n, &a->set);
+	if (a->n_set <= 0) {
 		ctx->busy = false;
 		free(a->ids);
 		free(a);
 		return NULL;
 	}
-	a->n_ids = (size_t)n;
+	a->n_ids = n;
 	return a;
 }
 

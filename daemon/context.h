@@ -130,6 +130,8 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
  */
 struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval_ms,
 				  uint64_t max_bytes);
+/* Pages out these chunks (the global victim order chose them); takes @ids (malloc'd). */
+struct pt_action *pt_context_cold_ids(struct pt_context *ctx, uint64_t *ids, size_t n);
 /* Records a finished action's results in @ctx (NULL: the context is gone); frees @a. */
 void pt_context_apply(struct pt_context *ctx, struct pt_action *a);
 

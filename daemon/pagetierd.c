@@ -29,6 +29,7 @@
 #include "log.h"
 #include "preload_server.h"
 #include "status.h"
+#include "victims.h"
 #include "worker.h"
 
 /* Threads for blocking actions: enough to wake two containers at once on a small host. */
@@ -49,6 +50,8 @@ struct pt_daemon {
 	bool use_bpf;
 	enum pt_scanner_kind scanner;
 	uint64_t bpf_unmatched;		/* events of cgroups with no context: must stay 0 */
+	uint64_t last_watermark_ms;
+	uint64_t watermark_offloads;	/* chunks chosen by the global victim order */
 	char sock_path[PATH_MAX];
 	bool running;
 };
@@ -278,11 +281,86 @@ static void preload_idle(struct pt_daemon *d, struct pt_context *ctx)
 	}
 }
 
+static uint64_t mem_available(void)
+{
+	char buf[4096];
+	uint64_t kb = 0;
+
+	if (pt_read_file("/proc/meminfo", buf, sizeof(buf)) > 0 &&
+	    pt_flat_keyed_get(strstr(buf, "MemAvailable:") ? strstr(buf, "MemAvailable:") : "",
+			      "MemAvailable:", &kb) == 0)
+		return kb << 10;
+	return UINT64_MAX;	/* unknown: never act on it */
+}
+
+/*
+ * Below the free-memory watermark, the coldest chunks on the host leave first, whichever
+ * container they belong to (victims.h), before the kernel has to reclaim directly.
+ */
+static void keep_watermark(struct pt_daemon *d, uint64_t now)
+{
+	struct pt_victim_source *src;
+	struct pt_victim *v;
+	uint64_t avail, need, per_ctx_max;
+	int *map, n_src = 0, n;
+
+	if (!d->cfg.free_watermark || now - d->last_watermark_ms < d->cfg.scan_interval_ms)
+		return;
+	d->last_watermark_ms = now;
+	avail = mem_available();
+	if (avail >= d->cfg.free_watermark)
+		return;
+	need = d->cfg.free_watermark - avail;
+	per_ctx_max = d->cfg.offload_rate * d->cfg.scan_interval_ms / 1000;
+	src = calloc(d->n_ctxs + 1, sizeof(*src));
+	map = calloc(d->n_ctxs + 1, sizeof(*map));
+	v = calloc(4096, sizeof(*v));
+	if (!src || !map || !v)
+		goto out;
+	for (size_t i = 0; i < d->n_ctxs; i++) {
+		struct pt_context *c = &d->ctxs[i];
+		uint64_t cur = c->sample.memory_current, floor = c->policy.resident_floor_bytes;
+
+		if (!c->hot_ok || c->busy || c->policy.class == PT_CLASS_CRITICAL || cur <= floor)
+			continue;
+		src[n_src].hot = &c->hot;
+		src[n_src].idle = c->idle.state == PT_STATE_IDLE;
+		src[n_src].evictable_bytes = cur - floor < per_ctx_max ? cur - floor : per_ctx_max;
+		map[n_src++] = (int)i;
+	}
+	n = pt_victims_pick(src, n_src, need, 1, v, 4096);
+	if (n > 0)
+		pt_info("MemAvailable %llu MiB < watermark %llu MiB: offloading %d coldest chunks host-wide",
+			(unsigned long long)(avail >> 20),
+			(unsigned long long)(d->cfg.free_watermark >> 20), n);
+	for (int s = 0; s < n_src && n > 0; s++) {
+		uint64_t *ids = malloc((size_t)n * sizeof(*ids));
+		size_t k = 0;
+
+		if (!ids)
+			break;
+		for (int i = 0; i < n; i++)
+			if (v[i].source == s)
+				ids[k++] = v[i].chunk;
+		if (!k) {
+			free(ids);
+			continue;
+		}
+		d->watermark_offloads += k;
+		submit(d, pt_context_cold_ids(&d->ctxs[map[s]], ids, k));
+	}
+out:
+	free(src);
+	free(map);
+	free(v);
+}
+
 static void tick(struct pt_daemon *d)
 {
 	uint64_t now;
 
 	rescan(d);
+	keep_watermark(d, pt_now_ms());
 	/* Rings have no per-record doorbell: drain them every tick as well. */
 	if (d->preload)
 		pt_preload_server_drain(d->preload, on_preload_record, d);
