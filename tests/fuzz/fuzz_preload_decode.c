@@ -28,7 +28,8 @@ static int check_event(const struct pt_preload_event *ev, void *arg)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static uint8_t ring[PT_PRELOAD_RING_BYTES(NSLOTS)];
+	/* The daemon maps the ring, so it is page aligned: so is this copy. */
+	static uint8_t ring[PT_PRELOAD_RING_BYTES(NSLOTS)] __attribute__((aligned(4096)));
 	struct pt_preload_limits lim;
 	struct pt_preload_consumer c;
 	struct pt_preload_hdr hdr;
