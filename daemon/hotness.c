@@ -212,23 +212,78 @@ static uint64_t *resident_ids(const struct pt_hot *h, bool hottest, int *n)
 	return ids;
 }
 
+struct region_mark {
+	uint64_t region;	/* chunk id >> (PT_HOT_REGION_SHIFT - chunk_shift) */
+	uint64_t id;
+	uint32_t order;		/* rank in the coldest-first list */
+	bool cold;
+};
+
+static int cmp_region(const void *a, const void *b)
+{
+	const struct region_mark *x = a, *y = b;
+
+	if (x->region != y->region)
+		return x->region < y->region ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int cmp_order(const void *a, const void *b)
+{
+	const struct region_mark *x = a, *y = b;
+
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
 int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *out, size_t max)
 {
+	unsigned int rshift = h->chunk_shift < PT_HOT_REGION_SHIFT ?
+			      PT_HOT_REGION_SHIFT - h->chunk_shift : 0;
 	uint64_t now = mq_now(h);
-	size_t found = 0;
+	struct region_mark *m;
+	size_t found = 0, keep = 0;
 	int n = 0;
 	uint64_t *ids = resident_ids(h, false, &n);
 
 	if (!ids)
 		return -ENOMEM;
-	for (int i = 0; i < n && found < max; i++) {
+	m = malloc((n ? (size_t)n : 1) * sizeof(*m));
+	if (!m) {
+		free(ids);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
 		struct pt_mq_chunk info;
 
 		/* stamp: the epoch of its last access; epochs closed since without one: now - stamp - 1 */
-		if (pt_mq_lookup(h->mq, ids[i], &info) == 0 && info.stamp + cold_epochs < now)
-			out[found++] = ids[i];
+		m[i].id = ids[i];
+		m[i].order = (uint32_t)i;
+		m[i].region = ids[i] >> rshift;
+		m[i].cold = pt_mq_lookup(h->mq, ids[i], &info) == 0 &&
+			    info.stamp + cold_epochs < now;
 	}
 	free(ids);
+	/*
+	 * A 2 MiB region leaves whole or not at all: paging out part of a transparent huge
+	 * page splits it, and khugepaged later swaps the rest back in to collapse it again,
+	 * which the model sees as refaults. So a region's chunks are candidates only when all
+	 * of its resident chunks are cold; then MADV_PAGEOUT gets the whole aligned range.
+	 */
+	qsort(m, (size_t)n, sizeof(*m), cmp_region);
+	for (size_t i = 0; i < (size_t)n;) {
+		size_t j = i;
+		bool all_cold = true;
+
+		for (; j < (size_t)n && m[j].region == m[i].region; j++)
+			all_cold &= m[j].cold;
+		for (; i < j; i++)
+			if (all_cold)
+				m[keep++] = m[i];
+	}
+	qsort(m, keep, sizeof(*m), cmp_order);	/* back to coldest first */
+	for (size_t i = 0; i < keep && found < max; i++)
+		out[found++] = m[i].id;
+	free(m);
 	return (int)found;
 }
 

@@ -25,6 +25,7 @@
 #define PT_HOT_ADDR_BITS	40
 #define PT_HOT_MAX_PROCS	1024
 #define PT_HOT_DEF_CHUNK_SHIFT	16	/* 64 KiB */
+#define PT_HOT_REGION_SHIFT	21	/* 2 MiB: a PMD, a transparent huge page */
 
 /* A set of chunk ids (open addressing). */
 struct pt_idset {
@@ -79,7 +80,8 @@ int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n
 
 /*
  * Up to @max resident chunks not accessed for @cold_epochs epochs, coldest first, into
- * @ids. Returns the count or a negative errno.
+ * @ids; only from 2 MiB regions whose resident chunks are all cold (so a transparent huge
+ * page leaves whole). Returns the count or a negative errno.
  */
 int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *ids, size_t max);
 

@@ -65,14 +65,40 @@ static void test_cold_chunks_after_epochs(void **state)
 	assert_int_equal(n, 0);
 	scan_one(&h, 42, first_ten, NULL);
 	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
-	assert_int_equal(n, 90);		/* exactly the 90 untouched chunks */
+	/* The 90 untouched chunks but for those sharing a 2 MiB region with a hot one. */
+	assert_int_equal(n, NCHUNKS - 32);
 	for (int i = 0; i < n; i++) {
 		int slot;
 		uint64_t addr;
 
 		pt_hot_chunk_addr(&h, ids[i], &slot, &addr);
-		assert_true(addr >= BASE + 10 * CHUNK && addr < BASE + NCHUNKS * CHUNK);
+		assert_true(addr >= BASE + 32 * CHUNK && addr < BASE + NCHUNKS * CHUNK);
 		assert_int_equal(h.pids[slot], 42);
+	}
+	pt_hot_free(&h);
+}
+
+/* Chunks 0-9 hot: the first 2 MiB region (chunks 0-31) has hot chunks, so none of it. */
+static void test_cold_regions_leave_whole(void **state)
+{
+	struct pt_hot h;
+	uint64_t ids[NCHUNKS];
+	int n;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	scan_one(&h, 42, all, NULL);
+	for (int e = 0; e < 3; e++)
+		scan_one(&h, 42, first_ten, NULL);
+	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
+	/* BASE is 2 MiB aligned: chunks 32-99 are in regions with no hot chunk. */
+	assert_int_equal(n, NCHUNKS - 32);
+	for (int i = 0; i < n; i++) {
+		int slot;
+		uint64_t addr;
+
+		pt_hot_chunk_addr(&h, ids[i], &slot, &addr);
+		assert_true(addr >= BASE + 32 * CHUNK);
 	}
 	pt_hot_free(&h);
 }
@@ -90,16 +116,16 @@ static void test_ranges_merge_adjacent(void **state)
 	scan_one(&h, 7, first_ten, NULL);
 	scan_one(&h, 7, first_ten, NULL);
 	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
-	assert_int_equal(n, 90);
-	/* Sort so the 90 chunks are adjacent in address order: one range. */
+	assert_int_equal(n, NCHUNKS - 32);
+	/* Sort so the chunks are adjacent in address order: one range. */
 	for (int i = 0; i < n; i++)
-		ids[i] = pt_hot_chunk_id(&h, 0, BASE + (uint64_t)(10 + i) * CHUNK);
+		ids[i] = pt_hot_chunk_id(&h, 0, BASE + (uint64_t)(32 + i) * CHUNK);
 	np = pt_hot_ranges(&h, ids, (size_t)n, &pr);
 	assert_int_equal(np, 1);
 	assert_int_equal(pr[0].pid, 7);
 	assert_int_equal(pr[0].n, 1);
-	assert_true(pr[0].r[0].start == BASE + 10 * CHUNK);
-	assert_true(pr[0].r[0].len == 90 * CHUNK);
+	assert_true(pr[0].r[0].start == BASE + 32 * CHUNK);
+	assert_true(pr[0].r[0].len == (NCHUNKS - 32) * CHUNK);
 	pt_proc_ranges_free(&pr[0]);
 	free(pr);
 	pt_hot_free(&h);
@@ -117,7 +143,7 @@ static void test_refault_and_wake_set(void **state)
 	for (int e = 0; e < 3; e++)
 		scan_one(&h, 1, first_ten, NULL);
 	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
-	assert_int_equal(n, 90);
+	assert_int_equal(n, NCHUNKS - 32);
 	pt_hot_evicted(&h, ids, (size_t)n);	/* offloaded while active */
 	/* Chunk 50 was cold but is used again: a refault, remembered for the wake set. */
 	scan_one(&h, 1, only, &fifty);
@@ -303,6 +329,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cold_chunks_after_epochs),
+		cmocka_unit_test(test_cold_regions_leave_whole),
 		cmocka_unit_test(test_ranges_merge_adjacent),
 		cmocka_unit_test(test_refault_and_wake_set),
 		cmocka_unit_test(test_precision_recall),
