@@ -14,15 +14,40 @@
 
 #define NSLOTS PT_PRELOAD_MIN_SLOTS
 
+static void check_range(uint64_t addr, uint64_t len)
+{
+	if (!addr || !len || addr + len < addr || addr + len > PT_PRELOAD_USER_END)
+		abort();
+}
+
+/* What the decoder accepts must follow the record format of preload_proto.h. */
 static int check_event(const struct pt_preload_event *ev, void *arg)
 {
 	(void)arg;
-	/* What the decoder accepts must be a user-space range that does not wrap. */
-	if (ev->len && (ev->addr + ev->len < ev->addr || ev->addr + ev->len > PT_PRELOAD_USER_END))
-		abort();
-	if (ev->len2 && (ev->addr2 + ev->len2 < ev->addr2 ||
-			 ev->addr2 + ev->len2 > PT_PRELOAD_USER_END))
-		abort();
+	switch (ev->type) {
+	case PT_PRELOAD_REC_MREMAP:
+		check_range(ev->addr2, ev->len2);
+		check_range(ev->addr, ev->len);
+		break;
+	case PT_PRELOAD_REC_MMAP:		/* addr2, len2: prot and flags */
+		if (ev->addr2 > 0xffffffffULL || ev->len2 > 0xffffffffULL)
+			abort();
+		check_range(ev->addr, ev->len);
+		break;
+	case PT_PRELOAD_REC_ALLOC:
+		if (ev->addr2 >= PT_PRELOAD_USER_END)
+			abort();
+		check_range(ev->addr, ev->len);
+		break;
+	case PT_PRELOAD_REC_HEARTBEAT:
+		if (ev->addr || ev->addr2 || ev->len2)
+			abort();
+		break;
+	default:
+		check_range(ev->addr, ev->len);
+		if (ev->addr2 || ev->len2)
+			abort();
+	}
 	return 0;
 }
 
