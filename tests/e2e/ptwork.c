@@ -152,8 +152,30 @@ int main(int argc, char **argv)
 		perror("ptwork: mmap");
 		return 1;
 	}
-	for (uint64_t i = 0; i < words; i++)
-		mem[i] = pattern(seed, i);
+	if (hot_pct) {
+		/*
+		 * The hot set is hot from the start: fill it first, then fill the rest in
+		 * slices, re-reading the hot set after each, so that a slow fill (an emulated
+		 * VM) never leaves the hot set unused long enough to look cold.
+		 */
+		uint64_t hot_words = words / 100 * (uint64_t)hot_pct, step = (16ULL << 20) / 8;
+
+		for (uint64_t i = 0; i < hot_words; i++)
+			mem[i] = pattern(seed, i);
+		for (uint64_t from = hot_words; from < words; from += step) {
+			uint64_t sum = 0;
+
+			for (uint64_t i = from; i < words && i < from + step; i++)
+				mem[i] = pattern(seed, i);
+			for (uint64_t i = 0; i < hot_words; i += 512)
+				sum += ((volatile uint64_t *)mem)[i];
+			if (sum == 42)
+				fputc(' ', stderr);
+		}
+	} else {
+		for (uint64_t i = 0; i < words; i++)
+			mem[i] = pattern(seed, i);
+	}
 	if (hot_pct) {
 		uint64_t hot_words = words / 100 * (uint64_t)hot_pct, sum = 0;
 		struct timespec pause_ts = { .tv_nsec = 100 * 1000000L };
