@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -128,5 +129,49 @@ int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice)
 		i++;
 	}
 	close(pidfd);
+	return done;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64_t rate)
+{
+	uint64_t t0 = mono_ns(), sent = 0;
+	int64_t done = 0;
+
+	if (!rate)
+		return pt_proc_advise(pr, advice);
+	for (int i = 0; i < pr->n; i++) {
+		for (uint64_t off = 0; off < pr->r[i].len; off += PT_PACE_PIECE) {
+			struct pt_range piece = {
+				.start = pr->r[i].start + off,
+				.len = pr->r[i].len - off < PT_PACE_PIECE ? pr->r[i].len - off :
+									       PT_PACE_PIECE,
+			};
+			struct pt_proc_ranges one = { .pid = pr->pid, .n = 1, .cap = 1, .r = &piece };
+			int64_t got = pt_proc_advise(&one, advice);
+			uint64_t due;
+
+			if (got == -ESRCH)
+				return done ? done : got;
+			if (got > 0)
+				done += got;
+			sent += piece.len;
+			/* Ahead of the rate: wait until the bytes so far are due. */
+			due = t0 + sent * 1000000000ULL / rate;
+			for (uint64_t now = mono_ns(); now < due; now = mono_ns()) {
+				struct timespec ts = { .tv_sec = (time_t)((due - now) / 1000000000ULL),
+						       .tv_nsec = (long)((due - now) % 1000000000ULL) };
+
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
 	return done;
 }

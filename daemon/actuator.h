@@ -30,4 +30,12 @@ void pt_proc_ranges_free(struct pt_proc_ranges *pr);
  */
 int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice);
 
+/*
+ * As pt_proc_advise(), in pieces of at most PT_PACE_PIECE bytes, sleeping between them so
+ * that no more than @rate bytes per second are advised (0: no limit): the I/O an offload
+ * or a prefetch causes must not starve the other containers' I/O.
+ */
+#define PT_PACE_PIECE (16ULL << 20)
+int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64_t rate);
+
 #endif

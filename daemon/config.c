@@ -26,6 +26,7 @@ void pt_config_defaults(struct pt_config *cfg)
 	cfg->scan_interval_ms = 1000;
 	cfg->chunk_shift = 16;
 	cfg->offload_rate = 128ULL << 20;
+	cfg->prefetch_rate = 1ULL << 30;
 	cfg->default_idle_ms = 30000;
 	cfg->log_level = PT_LOG_INFO;
 }
@@ -231,6 +232,13 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 			cfg->offload_rate = v;
+		} else if (strcmp(name, "prefetch_rate") == 0) {
+			if (pt_parse_size(value, &v) || (v && v < (1ULL << 20))) {
+				add_error(st, "prefetch_rate must be a size per second of at least 1M, or 0 for no limit, got '%s'",
+					  value);
+				return 0;
+			}
+			cfg->prefetch_rate = v;
 		} else if (strcmp(name, "free_watermark") == 0) {
 			if (pt_parse_size(value, &v)) {
 				add_error(st, "free_watermark must be a size (e.g. 2G, 0 for off), got '%s'",
@@ -245,7 +253,7 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 		} else {
-			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, free_watermark, log_level)",
+			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, prefetch_rate, free_watermark, log_level)",
 				  name);
 			return 0;
 		}

@@ -12,6 +12,7 @@
  *   chunk_size = 64K
  *   offload_rate = 128M
  *   free_watermark = 0                    (keep this much available; 0: off)
+ *   prefetch_rate = 1G                    (per container and second; 0: no limit)
  *   [defaults]                            resident_floor = 0
  *   idle_threshold = 30s                  prefetch = yes
  *                                         offload_cap = 0               (0: no cap)
@@ -56,6 +57,7 @@ struct pt_config {
 	unsigned int chunk_shift;	/* log2 of the hotness chunk size */
 	uint64_t offload_rate;		/* bytes/s of cold offload per container, at most */
 	uint64_t free_watermark;	/* keep MemAvailable above this (0: off) */
+	uint64_t prefetch_rate;		/* bytes/s of wake prefetch per container, 0: no limit */
 	uint64_t default_idle_ms;
 	enum pt_log_level log_level;
 	struct pt_policy *policies;

@@ -160,7 +160,7 @@ static void run_offload(struct pt_job *job)
 		 */
 		if (pt_proc_anon_ranges(pids[i], a->budget - done, pr))
 			continue;	/* exited meanwhile */
-		got = pt_proc_advise(pr, MADV_PAGEOUT);
+		got = pt_proc_advise_paced(pr, MADV_PAGEOUT, a->rate);
 		if (got < 0) {
 			pt_proc_ranges_free(pr);
 			continue;
@@ -184,7 +184,7 @@ static void run_prefetch(struct pt_job *job)
 	uint64_t t0 = pt_now_ms();
 
 	for (int i = 0; i < a->n_set; i++) {
-		int64_t got = pt_proc_advise(&a->set[i], MADV_WILLNEED);
+		int64_t got = pt_proc_advise_paced(&a->set[i], MADV_WILLNEED, a->rate);
 
 		if (got > 0)
 			a->bytes += got;
@@ -342,7 +342,7 @@ struct pt_action *pt_context_cold_ids(struct pt_context *ctx, uint64_t *ids, siz
 	return a;
 }
 
-struct pt_action *pt_context_offload(struct pt_context *ctx)
+struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate)
 {
 	uint64_t budget;
 	struct pt_action *a;
@@ -359,6 +359,7 @@ struct pt_action *pt_context_offload(struct pt_context *ctx)
 	a = new_action(ctx, PT_JOB_OFFLOAD, run_offload);
 	if (a) {
 		a->budget = budget;
+		a->rate = rate;
 		a->keep_wake_set = ctx->policy.prefetch;
 		/* The model's wake set: what was hot before sleep plus what refaulted. */
 		if (ctx->hot_ok)
@@ -367,7 +368,7 @@ struct pt_action *pt_context_offload(struct pt_context *ctx)
 	return a;
 }
 
-struct pt_action *pt_context_prefetch(struct pt_context *ctx)
+struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate)
 {
 	struct pt_action *a;
 
@@ -385,6 +386,7 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx)
 	a = new_action(ctx, PT_JOB_PREFETCH, run_prefetch);
 	if (!a)
 		return NULL;
+	a->rate = rate;
 	/*
 	 * The model's wake set, hottest first, when it has one; otherwise everything the
 	 * idle offload advised. Either moves to the job: one prefetch per idle period.

@@ -31,6 +31,7 @@ struct pt_action {
 	char name[PT_NAME_MAX];
 	char dir[PATH_MAX];
 	uint64_t budget;		/* offload: bytes at most; settle: resident floor */
+	uint64_t rate;			/* offload, prefetch: bytes/s at most, 0: no limit */
 	bool keep_wake_set;
 	struct pt_proc_ranges *set;	/* offload: out; prefetch: in */
 	int n_set;
@@ -115,8 +116,8 @@ void pt_context_protect(struct pt_context *ctx);
  *  - settle: after an offload, drop what MADV_PAGEOUT left behind (pages in the swap
  *    cache once written back, shared pages it skips) with memory.reclaim, to the floor.
  */
-struct pt_action *pt_context_offload(struct pt_context *ctx);
-struct pt_action *pt_context_prefetch(struct pt_context *ctx);
+struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate);
+struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate);
 struct pt_action *pt_context_settle(struct pt_context *ctx);
 /*
  * Hotness epoch: scan the processes' accessed bits with @scanner; on apply the model is

@@ -156,7 +156,7 @@ static void action_done(struct pt_job *job, void *arg)
 	if (ctx && ctx->wake_pending) {
 		/* It woke while the action ran: prefetch now. */
 		ctx->wake_pending = false;
-		submit(d, pt_context_prefetch(ctx));
+		submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate));
 	}
 }
 
@@ -177,7 +177,7 @@ static void wake_by(struct pt_daemon *d, struct pt_context *ctx, const char *sou
 		return;
 	pt_info("%s: wake detected by %s", ctx->policy.name, source);
 	snprintf(ctx->wake_source, sizeof(ctx->wake_source), "%s", source);
-	submit(d, pt_context_prefetch(ctx));
+	submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate));
 }
 
 /*
@@ -382,11 +382,11 @@ static void tick(struct pt_daemon *d)
 				(unsigned long long)ctx->policy.idle_threshold_ms);
 			if (d->preload)
 				preload_idle(d, ctx);
-			submit(d, pt_context_offload(ctx));
+			submit(d, pt_context_offload(ctx, d->cfg.offload_rate));
 		} else if (ev == PT_EV_WOKE) {
 			pt_info("%s: wake detected by CPU usage", ctx->policy.name);
 			snprintf(ctx->wake_source, sizeof(ctx->wake_source), "cpu usage");
-			submit(d, pt_context_prefetch(ctx));
+			submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate));
 		} else if (ctx->idle.state == PT_STATE_IDLE) {
 			submit(d, pt_context_settle(ctx));
 		} else if (ctx->idle.state == PT_STATE_ACTIVE &&
@@ -452,7 +452,7 @@ static void ctl_reply(struct pt_daemon *d, int cfd, char *req)
 				}
 				fprintf(out, "%s: prefetch of %llu ranges started\n", ctx->relpath,
 					(unsigned long long)ctx->n_wake_set);
-				submit(d, pt_context_prefetch(ctx));
+				submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate));
 			}
 			if (!hits)
 				fprintf(out, "error: no running container named '%s' (see: pagetierctl containers)\n",

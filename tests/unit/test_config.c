@@ -75,6 +75,7 @@ static const char main_conf[] =
 	"chunk_size = 128K\n"
 	"offload_rate = 1G\n"
 	"free_watermark = 512M\n"
+	"prefetch_rate = 0\n"
 	"log_level = debug\n"
 	"\n"
 	"[defaults]\n"
@@ -113,6 +114,7 @@ static void test_load_good(void **state)
 	assert_int_equal(cfg.chunk_shift, 17);
 	assert_int_equal(cfg.offload_rate, 1ULL << 30);
 	assert_int_equal(cfg.free_watermark, 512ULL << 20);
+	assert_int_equal(cfg.prefetch_rate, 0);
 	assert_int_equal(cfg.n_policies, 2);
 
 	p = pt_config_match(&cfg, "/pt/alpha");
