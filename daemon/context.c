@@ -306,6 +306,7 @@ struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval
 	if (!max)
 		return NULL;
 	epochs = (ctx->policy.cold_after_ms + scan_interval_ms - 1) / scan_interval_ms;
+	epochs = pt_hot_cold_backoff(&ctx->hot, epochs);
 	ids = malloc(max * sizeof(*ids));
 	if (!ids)
 		return NULL;

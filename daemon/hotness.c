@@ -333,6 +333,20 @@ int pt_hot_record_wake_set(struct pt_hot *h, uint32_t recent_epochs)
 	return (int)found;
 }
 
+uint32_t pt_hot_cold_backoff(struct pt_hot *h, uint64_t cold_epochs)
+{
+	struct pt_mq_stats st;
+
+	pt_mq_get_stats(h->mq, &st);
+	if (!h->backoff)
+		h->backoff = 1;
+	if (st.refault_rate_milli * 8 > st.evict_rate_milli && st.refault_rate_milli > 100)
+		h->backoff = h->backoff < 8 ? h->backoff * 2 : 8;
+	else if (st.refault_rate_milli * 32 < st.evict_rate_milli || !st.refault_rate_milli)
+		h->backoff = 1;
+	return (uint32_t)(cold_epochs * h->backoff);
+}
+
 void pt_hot_evicted(struct pt_hot *h, const uint64_t *ids, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

@@ -60,6 +60,7 @@ struct pt_hot {
 	double precision, recall;	/* of the last completed window; -1: none yet */
 
 	uint64_t refaults;		/* touches of offloaded chunks, total */
+	uint32_t backoff;		/* cold threshold multiplier, 1..8 */
 	uint64_t cold_offloaded;	/* chunks offloaded while the context was active */
 };
 
@@ -84,6 +85,13 @@ int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n
  * page leaves whole). Returns the count or a negative errno.
  */
 int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *ids, size_t max);
+
+/*
+ * Refault feedback on the budget: while more than 1 in 8 recent offloads come back
+ * (the model's smoothed refault and eviction rates), the cold threshold doubles per
+ * such step, up to 8x @cold_epochs; it returns to @cold_epochs when refaults stop.
+ */
+uint32_t pt_hot_cold_backoff(struct pt_hot *h, uint64_t cold_epochs);
 
 /*
  * At idle: the wake set is the chunks accessed in the last @recent_epochs epochs, hottest

@@ -211,6 +211,30 @@ static void test_idle_closes_window(void **state)
 	pt_hot_free(&h);
 }
 
+static void test_backoff_on_refaults(void **state)
+{
+	struct pt_hot h;
+	uint64_t ids[NCHUNKS];
+	int n;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	scan_one(&h, 5, all, NULL);
+	assert_int_equal(pt_hot_cold_backoff(&h, 2), 2);	/* no refaults: as configured */
+	/* Offload everything, then have it all come back, epoch after epoch. */
+	for (int e = 0; e < 6; e++) {
+		n = pt_hot_cold_chunks(&h, 0, ids, NCHUNKS);
+		pt_hot_evicted(&h, ids, (size_t)n);
+		scan_one(&h, 5, all, NULL);
+	}
+	assert_true(h.refaults > 0);
+	assert_int_equal(pt_hot_cold_backoff(&h, 2), 4);
+	assert_int_equal(pt_hot_cold_backoff(&h, 2), 8);
+	assert_int_equal(pt_hot_cold_backoff(&h, 2), 16);
+	assert_int_equal(pt_hot_cold_backoff(&h, 2), 16);	/* capped at 8x */
+	pt_hot_free(&h);
+}
+
 static void test_exited_process_forgotten(void **state)
 {
 	struct pt_hot h;
@@ -334,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_refault_and_wake_set),
 		cmocka_unit_test(test_precision_recall),
 		cmocka_unit_test(test_idle_closes_window),
+		cmocka_unit_test(test_backoff_on_refaults),
 		cmocka_unit_test(test_exited_process_forgotten),
 		cmocka_unit_test(test_fold_pagemap),
 		cmocka_unit_test(test_fold_bitmaps),
