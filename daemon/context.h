@@ -64,6 +64,7 @@ struct pt_context {
 	bool seen;			/* found in the latest cgroup walk */
 	bool busy;			/* an action is in flight */
 	bool wake_pending;		/* woke while busy: prefetch when the action ends */
+	bool offload_pending;		/* went idle while busy: offload when it is free */
 
 	/* Wake set: what was offloaded at idle, prefetched back on wake. */
 	struct pt_proc_ranges *wake_set;

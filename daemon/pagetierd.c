@@ -175,6 +175,7 @@ static void wake_by(struct pt_daemon *d, struct pt_context *ctx, const char *sou
 {
 	if (pt_idle_poke(&ctx->idle, pt_now_ms()) != PT_EV_WOKE)
 		return;
+	ctx->offload_pending = false;
 	pt_info("%s: wake detected by %s", ctx->policy.name, source);
 	snprintf(ctx->wake_source, sizeof(ctx->wake_source), "%s", source);
 	submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate));
@@ -382,8 +383,16 @@ static void tick(struct pt_daemon *d)
 				(unsigned long long)ctx->policy.idle_threshold_ms);
 			if (d->preload)
 				preload_idle(d, ctx);
-			submit(d, pt_context_offload(ctx, d->cfg.offload_rate));
+			/* Issued below, or as soon as an action in flight (a scan) is done. */
+			ctx->offload_pending = true;
+		}
+		if (ctx->idle.state == PT_STATE_IDLE && ctx->offload_pending) {
+			if (!ctx->busy) {
+				ctx->offload_pending = false;
+				submit(d, pt_context_offload(ctx, d->cfg.offload_rate));
+			}
 		} else if (ev == PT_EV_WOKE) {
+			ctx->offload_pending = false;
 			pt_info("%s: wake detected by CPU usage", ctx->policy.name);
 			snprintf(ctx->wake_source, sizeof(ctx->wake_source), "cpu usage");
 			submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate));
