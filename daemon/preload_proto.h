@@ -87,6 +87,14 @@ struct pt_preload_ctl {
 	uint64_t req_seq;		/* bumped after idle_seq or trim_seq changes */
 	uint32_t idle_seq;		/* bumped: "you are idle, signal your next activity" */
 	uint32_t trim_seq;		/* bumped: "call malloc_trim(0)" */
+	/*
+	 * Allocations of at least this many bytes take the library's slow path, which serves
+	 * requests. The library sets it to hdr.big_threshold; the daemon, after bumping req_seq,
+	 * stores 0 so that the very next allocation notices (the library's fast path compares
+	 * sizes with this word and reads nothing else of the daemon's). The library stores
+	 * big_threshold back before it reads req_seq, so no request is lost in between.
+	 */
+	uint64_t alloc_limit;
 };
 
 enum pt_preload_rec_type {

@@ -528,6 +528,8 @@ static void bump_request(struct peer *p, bool trim)
 	else
 		__atomic_store_n(&p->ctl->idle_seq, ++p->idle_seq, __ATOMIC_RELEASE);
 	__atomic_store_n(&p->ctl->req_seq, ++p->req_seq, __ATOMIC_RELEASE);
+	/* After req_seq: the library's next allocation takes its slow path and sees it. */
+	__atomic_store_n(&p->ctl->alloc_limit, 0, __ATOMIC_RELEASE);
 }
 
 static int request(struct pt_preload_server *s, pid_t pid, bool trim)

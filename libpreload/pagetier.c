@@ -10,12 +10,25 @@
  *  - no allocation and no lock on the fast path; records are claimed with a CAS and dropped
  *    (counted) when the ring is full, so the application never waits for the daemon;
  *  - with no daemon (or a daemon that does not want us) it is a pass-through;
- *  - small allocations are sampled (1 in 2^sample_shift per thread) and batched per thread;
- *    big ones (>= big_threshold) and mapping changes are always reported.
+ *  - small allocations are sampled (1 in 2^sample_shift per thread, counted; frees: 1 in
+ *    2^sample_shift by address) and batched per thread; big ones (>= big_threshold) and
+ *    mapping changes are always reported.
  *
  * The real functions come from dlsym(RTLD_NEXT) (so another preloaded allocator still works),
  * resolved on first use. dlsym itself may call calloc: those calls, made while resolving, are
  * served from a small static arena whose blocks are never freed.
+ *
+ * The fast path (malloc, calloc, free: almost every call) is a few instructions and a tail
+ * call to the real function, with no atomic and no store to shared memory:
+ *  - malloc, calloc: a per-thread countdown (initial-exec TLS) and one compare of the size
+ *    with ctl.alloc_limit, which is the big-block threshold, or 0 when the daemon has a
+ *    request for us;
+ *  - free: one test of the block's address bits (the sample, NULL, and "not glibc" at once)
+ *    and one compare of glibc's chunk-size word (big blocks).
+ * Everything else (resolving, sampling, big blocks, requests, ticks) is out of line and runs
+ * once every ~2^SAMPLE_SHIFT calls or for big blocks. A thread's countdown starts at 0, so
+ * its first call takes the slow path, which is also where the real functions get resolved: a
+ * positive countdown implies they are.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -50,6 +63,8 @@
  * daemon needs a statistical picture of them, not each one.
  */
 #define SAMPLE_SHIFT 10
+/* Frees: the blocks whose address has these bits clear (1 in 2^SAMPLE_SHIFT, 16-aligned). */
+#define FREE_SAMPLE_MASK ((uintptr_t)((1U << SAMPLE_SHIFT) - 1) << 4)
 #define BIG_THRESHOLD (64 * 1024)	/* the daemon's hotness chunk */
 #define TICK_NS (10 * 1000 * 1000ULL)
 #define HEARTBEAT_NS (1000 * 1000 * 1000ULL)
@@ -81,7 +96,12 @@ extern void *__libc_memalign(size_t, size_t);
 
 static atomic_int resolve_state;	/* 0: not yet, 1: resolving, 2: done */
 
-/* Static arena for allocations made by dlsym while we resolve. */
+/*
+ * Static arena for allocations made by dlsym while we resolve. Each block has a 16-byte
+ * header: its size (for realloc out of the arena), then BOOT_MARK where glibc keeps a chunk's
+ * size, so that free's fast path, which reads that word, sends arena blocks to the slow path.
+ */
+#define BOOT_MARK SIZE_MAX
 static _Alignas(64) char boot_arena[64 * 1024];
 static atomic_size_t boot_used;
 
@@ -90,7 +110,6 @@ static bool in_boot_arena(const void *p)
 	return (const char *)p >= boot_arena && (const char *)p < boot_arena + sizeof(boot_arena);
 }
 
-/* 16-byte header holding the size, so realloc can copy out of the arena. */
 static void *boot_alloc(size_t size, size_t align)
 {
 	size_t need, off, start;
@@ -104,8 +123,42 @@ static void *boot_alloc(size_t size, size_t align)
 	if (off + need > sizeof(boot_arena))
 		return NULL;
 	start = ((uintptr_t)(boot_arena + off + 16) + align - 1) & ~(uintptr_t)(align - 1);
-	((size_t *)start)[-1] = size;
+	((size_t *)start)[-2] = size;
+	((size_t *)start)[-1] = BOOT_MARK;
 	return (void *)start;
+}
+
+static size_t boot_size(const void *p)
+{
+	return ((const size_t *)p)[-2];
+}
+
+/*
+ * Whether the allocator below us is glibc's, whose blocks all carry their chunk size in the
+ * word before them (low 3 bits: flags): then free tells a big block from a small one with one
+ * load of a cache line it is about to touch anyway. Any other allocator (jemalloc under
+ * redis, say) may put a block at the start of a page with nothing readable before it: then
+ * frees go through big_ptr[] instead.
+ */
+static atomic_bool g_chunk_headers;
+static _Atomic uintptr_t g_free_mask;	/* see free() */
+
+static bool next_is_glibc(void)
+{
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	bool ok;
+
+	if (!libc)
+		return false;
+	ok = real_malloc == dlsym(libc, "malloc") && real_free == dlsym(libc, "free") &&
+	     real_calloc == dlsym(libc, "calloc") && real_realloc == dlsym(libc, "realloc") &&
+	     real_memalign == dlsym(libc, "memalign") &&
+	     real_posix_memalign == dlsym(libc, "posix_memalign") &&
+	     real_aligned_alloc == dlsym(libc, "aligned_alloc") &&
+	     real_valloc == dlsym(libc, "valloc") && real_pvalloc == dlsym(libc, "pvalloc") &&
+	     real_usable_size && real_usable_size == dlsym(libc, "malloc_usable_size");
+	dlclose(libc);
+	return ok;
 }
 
 #define RESOLVE(name, fallback) do {						\
@@ -132,6 +185,10 @@ static void resolve(void)
 	RESOLVE(mmap, NULL);
 	RESOLVE(munmap, NULL);
 	RESOLVE(mremap, NULL);
+	if (next_is_glibc()) {
+		atomic_store_explicit(&g_chunk_headers, true, memory_order_relaxed);
+		atomic_store_explicit(&g_free_mask, FREE_SAMPLE_MASK, memory_order_release);
+	}
 	atomic_store(&resolve_state, 2);
 }
 
@@ -164,6 +221,13 @@ static dev_t g_sock_dev;
 static ino_t g_sock_ino;
 static atomic_int g_state;		/* enum below */
 static atomic_uint_fast64_t g_req_seen;	/* ctl.req_seq we have acted on */
+/*
+ * The ring's control page, or no_ctl while no ring is registered. The malloc family's fast
+ * path compares sizes with its alloc_limit: big blocks and the daemon's requests (it stores 0
+ * there) both take the slow path, at the price of one compare.
+ */
+static const struct pt_preload_ctl no_ctl = { .alloc_limit = BIG_THRESHOLD };
+static _Atomic(const struct pt_preload_ctl *) g_ctl = &no_ctl;
 static atomic_uint_fast64_t g_last_tick_ns;
 static atomic_uint_fast64_t g_last_heartbeat_ns;
 static atomic_uint_fast64_t g_last_attempt_ns;
@@ -181,8 +245,8 @@ struct pending {
 };
 
 struct thread_state {
-	uint32_t countdown;		/* calls until the next sample and tick */
-	uint32_t period;		/* the countdown's last start value */
+	int32_t countdown;		/* calls until the next sample and tick: first member */
+	int32_t period;			/* the countdown's last start value */
 	uint32_t calls;
 	uint32_t rand;
 	uint32_t tid;
@@ -191,7 +255,23 @@ struct thread_state {
 	struct pending batch[BATCH];
 };
 
-static TLS struct thread_state ts;
+static TLS struct thread_state ts __asm__("pt_ts");
+
+/*
+ * Fast-path helper: --ts.countdown, jumping to @slow unless it is still positive. On x86-64
+ * that is three instructions (the TLS offset from the GOT, a subtract on %fs, a branch on its
+ * flags) where the compiler emits six (load, subtract, store, test); the countdown is the
+ * first member of ts. Needs the TLS symbol's name: ts is referred to as pt_ts in asm.
+ */
+#if defined(__x86_64__) && defined(__PIC__)
+#define COUNTDOWN_OR_GOTO(slow)							\
+	asm goto("movq pt_ts@gottpoff(%%rip), %%rax\n\t"			\
+		 "subl $1, %%fs:(%%rax)\n\t"					\
+		 "jle %l[" #slow "]"						\
+		 : : : "rax", "cc", "memory" : slow)
+#else
+#define COUNTDOWN_OR_GOTO(slow) do { if (--ts.countdown <= 0) goto slow; } while (0)
+#endif
 
 static uint64_t coarse_ns(void)
 {
@@ -398,6 +478,7 @@ static void register_ring(void)
 	r->hdr->sample_shift = SAMPLE_SHIFT;
 	r->hdr->big_threshold = BIG_THRESHOLD;
 	r->hdr->activity_ns = coarse_ns();
+	r->ctl->alloc_limit = BIG_THRESHOLD;
 
 	cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
@@ -413,6 +494,7 @@ static void register_ring(void)
 	atomic_store(&g_req_seen, 0);
 	/* Records go to the ring from now on; the daemon's answer is read at a tick. */
 	atomic_store_explicit(&g_ring, r, memory_order_release);
+	atomic_store_explicit(&g_ctl, r->ctl, memory_order_release);
 	state = ST_PENDING;
 	goto out;
 fail:
@@ -440,6 +522,8 @@ static void try_register(void)
 static void unregister(int state)
 {
 	atomic_store_explicit(&g_ring, NULL, memory_order_release);
+	atomic_store_explicit(&g_ctl, &no_ctl, memory_order_release);
+	atomic_store(&g_req_seen, 0);
 	drop_sock();
 	ts.n = 0;
 	atomic_store(&g_state, state);
@@ -475,10 +559,7 @@ static void doorbell(void)
 		(void)send(g_sock, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-/*
- * The daemon bumped ctl.req_seq: serve its requests. Runs after the real call. Out of line
- * and cold, so that the wrappers' fast path stays small.
- */
+/* The daemon bumped ctl.req_seq: serve its requests. Runs after the real call. */
 static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint64_t seen,
 							   uint64_t req)
 {
@@ -505,6 +586,34 @@ static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint6
 		r->hdr->trims++;
 	}
 	errno = saved;
+}
+
+static inline uint64_t alloc_limit(void)
+{
+	const struct pt_preload_ctl *c = atomic_load_explicit(&g_ctl, memory_order_relaxed);
+
+	return atomic_load_explicit((_Atomic uint64_t *)&c->alloc_limit, memory_order_relaxed);
+}
+
+/* From every slow path: has the daemon asked for something? */
+static void check_requests(void)
+{
+	struct ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
+	_Atomic uint64_t *limit;
+	uint64_t req, seen;
+
+	if (!r)
+		return;
+	limit = (_Atomic uint64_t *)&r->ctl->alloc_limit;
+	if (unlikely(atomic_load_explicit(limit, memory_order_relaxed) != BIG_THRESHOLD)) {
+		/* Re-armed before reading req_seq: a request stored after this is not lost. */
+		atomic_store_explicit(limit, BIG_THRESHOLD, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+	}
+	req = atomic_load_explicit((_Atomic uint64_t *)&r->ctl->req_seq, memory_order_relaxed);
+	seen = atomic_load_explicit(&g_req_seen, memory_order_relaxed);
+	if (unlikely(req != seen))
+		serve_requests(r, seen, req);
 }
 
 static void tick(void)
@@ -540,64 +649,45 @@ static void tick(void)
 }
 
 /*
- * Called by every wrapper after the real call: one load of the daemon's request word (the
- * ring's control page, shared-clean in cache until the daemon writes it).
+ * The per-thread countdown of allocations: every ~2^SAMPLE_SHIFT of them (jittered, so that
+ * periodic allocation patterns are not aliased) one is sampled and the thread ticks. Also
+ * the only place a thread counts its calls and looks at the clock. Signed, so that a new
+ * thread's 0 (and anything a signal handler's race leaves) reads as "expired".
+ *
+ * Frees are not counted: they are sampled by address (FREE_SAMPLE_MASK), which costs free's
+ * fast path no memory write, and picks the same 1 in 2^SAMPLE_SHIFT share of blocks.
  */
-static inline void after_call(void)
+#define COUNTDOWN_MAX (3 << (SAMPLE_SHIFT - 1))
+
+static inline bool countdown_expired(void)
 {
-	struct ring *r = atomic_load_explicit(&g_ring, memory_order_relaxed);
-
-	if (r) {
-		uint64_t req = atomic_load_explicit((_Atomic uint64_t *)&r->ctl->req_seq,
-						    memory_order_relaxed);
-		uint64_t seen = atomic_load_explicit(&g_req_seen, memory_order_relaxed);
-
-		if (unlikely(req != seen))
-			serve_requests(r, seen, req);
-	}
+	return ts.countdown <= 0 || ts.countdown > COUNTDOWN_MAX;
 }
 
-/*
- * The per-thread countdown: every ~2^SAMPLE_SHIFT calls (jittered, so that periodic
- * allocation patterns are not aliased) one call is sampled and the thread ticks. Also the
- * only place a thread counts its calls and looks at the clock.
- */
-#define COUNTDOWN_MAX (3U << (SAMPLE_SHIFT - 1))
-
-static __attribute__((noinline, cold)) void slow_path(uint16_t type, uint16_t flags, void *p,
-						      size_t size, void *old)
+/* The countdown expired on this allocation: sample it, restart the countdown, tick. */
+static __attribute__((noinline, cold)) void sample_and_tick(uint16_t flags, void *p, size_t size,
+							    void *old)
 {
 	int saved = errno;
-	uint32_t period;
+	int32_t period;
 
 	ts.rand = ts.rand * 1103515245U + 12345U + (uint32_t)(uintptr_t)&ts;
-	period = (1U << (SAMPLE_SHIFT - 1)) + ((ts.rand >> 8) & ((1U << SAMPLE_SHIFT) - 1));
-	ts.calls += ts.period;
+	period = (1 << (SAMPLE_SHIFT - 1)) + (int32_t)((ts.rand >> 8) & ((1U << SAMPLE_SHIFT) - 1));
+	ts.calls += (uint32_t)ts.period;
 	ts.period = period;
 	ts.countdown = period;
-	if (p && atomic_load_explicit(&g_ring, memory_order_relaxed)) {
-		if (type == PT_PRELOAD_REC_ALLOC && size < BIG_THRESHOLD)
-			queue(PT_PRELOAD_REC_ALLOC, flags | PT_PRELOAD_F_SAMPLED, (uintptr_t)p, size,
-			      (uintptr_t)old);
-		else if (type == PT_PRELOAD_REC_FREE && real_usable_size &&
-			 (size = real_usable_size(p)) < BIG_THRESHOLD)
-			queue(PT_PRELOAD_REC_FREE, PT_PRELOAD_F_SAMPLED, (uintptr_t)p, size, 0);
-	}
+	if (p && size < BIG_THRESHOLD && atomic_load_explicit(&g_ring, memory_order_relaxed))
+		queue(PT_PRELOAD_REC_ALLOC, flags | PT_PRELOAD_F_SAMPLED, (uintptr_t)p, size,
+		      (uintptr_t)old);
 	tick();
 	errno = saved;
 }
 
-static inline void count_call(uint16_t type, uint16_t flags, void *p, size_t size, void *old)
-{
-	if (unlikely(--ts.countdown == 0 || ts.countdown > COUNTDOWN_MAX))
-		slow_path(type, flags, p, size, old);
-}
-
 /*
- * Live big blocks, so that their frees are reported without asking the allocator for every
- * freed block's size: a direct-mapped table of pointers. A collision evicts the older block
- * (its free then goes unreported, like a sampled-out one); the daemon treats all of this as
- * hints.
+ * Big blocks. Allocations of at least BIG_THRESHOLD are always reported; so are their frees,
+ * found from glibc's chunk header (g_chunk_headers) or, under another allocator, from a
+ * direct-mapped table of live big blocks. A collision there evicts the older block (its free
+ * then goes unreported, like a sampled-out one); the daemon treats all of this as hints.
  */
 #define BIG_SLOTS_SHIFT 12
 static _Atomic uintptr_t big_ptr[1U << BIG_SLOTS_SHIFT];
@@ -608,87 +698,159 @@ static inline unsigned int big_slot(const void *p)
 	return (unsigned int)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - BIG_SLOTS_SHIFT));
 }
 
+/* glibc's size word of the chunk of @p: at least BIG_THRESHOLD for every big block. */
+static inline size_t chunk_word(const void *p)
+{
+	return ((const size_t *)p)[-1];
+}
+
 static __attribute__((noinline)) void note_big_alloc(void *p, size_t size, uint16_t kind,
 						     void *old)
 {
-	unsigned int h = big_slot(p);
-
 	if (!atomic_load_explicit(&g_ring, memory_order_relaxed))
 		return;
-	big_len[h] = size;
-	atomic_store_explicit(&big_ptr[h], (uintptr_t)p, memory_order_release);
+	if (!atomic_load_explicit(&g_chunk_headers, memory_order_relaxed)) {
+		unsigned int h = big_slot(p);
+
+		big_len[h] = size;
+		atomic_store_explicit(&big_ptr[h], (uintptr_t)p, memory_order_release);
+	}
 	queue(PT_PRELOAD_REC_ALLOC, kind | PT_PRELOAD_F_BIG, (uintptr_t)p, size, (uintptr_t)old);
 }
 
-static __attribute__((noinline)) void note_big_free(void *p, unsigned int h)
+/*
+ * Whether the free of @p is in the sample. Under glibc, by its address bits, as free's fast
+ * path tests them: glibc lays chunks out contiguously, with no preference for any alignment
+ * above 16 bytes. Other allocators (jemalloc) hand out the first block of page-aligned slabs
+ * first and most often, so there the address is hashed.
+ */
+static bool free_sampled(const void *p)
 {
-	uintptr_t expected = (uintptr_t)p;
-	size_t len = big_len[h];
-
-	if (atomic_compare_exchange_strong(&big_ptr[h], &expected, 0) && len)
-		queue(PT_PRELOAD_REC_FREE, PT_PRELOAD_F_BIG, (uintptr_t)p, len, 0);
+	if (atomic_load_explicit(&g_chunk_headers, memory_order_relaxed))
+		return ((uintptr_t)p & FREE_SAMPLE_MASK) == 0;
+	return ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - SAMPLE_SHIFT) == 0;
 }
 
-static inline void note_alloc(void *p, size_t size, uint16_t kind, void *old)
+/* Before the real free (afterwards the block's size is gone): big ones, and sampled ones. */
+static __attribute__((noinline)) void note_free(void *p)
+{
+	size_t len;
+
+	if (!atomic_load_explicit(&g_ring, memory_order_relaxed))
+		return;
+	if (atomic_load_explicit(&g_chunk_headers, memory_order_relaxed)) {
+		if (chunk_word(p) >= BIG_THRESHOLD && (len = real_usable_size(p)) >= BIG_THRESHOLD) {
+			queue(PT_PRELOAD_REC_FREE, PT_PRELOAD_F_BIG, (uintptr_t)p, len, 0);
+			return;
+		}
+	} else {
+		unsigned int h = big_slot(p);
+		uintptr_t expected = (uintptr_t)p;
+
+		if (atomic_load_explicit(&big_ptr[h], memory_order_relaxed) == (uintptr_t)p) {
+			len = big_len[h];
+			if (atomic_compare_exchange_strong(&big_ptr[h], &expected, 0) && len) {
+				queue(PT_PRELOAD_REC_FREE, PT_PRELOAD_F_BIG, (uintptr_t)p, len, 0);
+				return;
+			}
+		}
+	}
+	if (free_sampled(p) && real_usable_size && (len = real_usable_size(p)) < BIG_THRESHOLD)
+		queue(PT_PRELOAD_REC_FREE, PT_PRELOAD_F_SAMPLED, (uintptr_t)p, len, 0);
+}
+
+/* After an allocation whose call was already counted. */
+static void after_alloc(void *p, size_t size, uint16_t kind, void *old)
 {
 	if (unlikely(size >= BIG_THRESHOLD) && p)
 		note_big_alloc(p, size, kind, old);
-	count_call(PT_PRELOAD_REC_ALLOC, kind, p, size, old);
-}
-
-/* Before the real free: afterwards the block's size is gone. */
-static inline void note_free(void *p)
-{
-	if (p) {
-		unsigned int h = big_slot(p);
-
-		if (unlikely(atomic_load_explicit(&big_ptr[h], memory_order_relaxed) ==
-			     (uintptr_t)p))
-			note_big_free(p, h);
-	}
-	count_call(PT_PRELOAD_REC_FREE, 0, p, 0, NULL);
+	if (unlikely(countdown_expired()))
+		sample_and_tick(kind, p, size, old);
+	check_requests();
 }
 
 /* --- the wrappers ----------------------------------------------------------------------- */
 
-EXPORT void *malloc(size_t size)
+/*
+ * Out of line: the first calls (resolving), big blocks, an expired countdown, a request.
+ * The fast path already counted the call.
+ */
+static __attribute__((noinline)) void *malloc_slow(size_t size)
 {
 	void *p;
 
-	if (unlikely(!resolved()))
+	if (unlikely(!resolved())) {
+		ts.countdown = 0;
 		return boot_alloc(size, 16);
+	}
 	p = real_malloc(size);
-	note_alloc(p, size, 0, NULL);
-	after_call();
+	after_alloc(p, size, 0, NULL);
 	return p;
+}
+
+EXPORT void *malloc(size_t size)
+{
+	COUNTDOWN_OR_GOTO(slow);
+	if (likely(size < alloc_limit()))
+		return real_malloc(size);
+slow:
+	return malloc_slow(size);
+}
+
+static __attribute__((noinline)) void free_slow(void *p)
+{
+	if (unlikely(in_boot_arena(p)))
+		return;
+	if (unlikely(!resolved())) {
+		ts.countdown = 0;
+		return;		/* cannot be ours to free before anything was resolved */
+	}
+	if (p)
+		note_free(p);
+	real_free(p);
+	check_requests();
 }
 
 EXPORT void free(void *p)
 {
-	if (unlikely(in_boot_arena(p)))
-		return;
-	if (unlikely(!resolved()))
-		return;		/* cannot be ours to free before anything was resolved */
-	note_free(p);
-	real_free(p);
-	after_call();
+	/*
+	 * Small glibc blocks outside the address sample only: p & g_free_mask is 0 for NULL,
+	 * for a sampled address and under another allocator (mask 0), one test for all three;
+	 * arena blocks' BOOT_MARK and big blocks' chunk sizes go the slow way too.
+	 */
+	if (likely((uintptr_t)p & atomic_load_explicit(&g_free_mask, memory_order_acquire)) &&
+	    likely(chunk_word(p) < BIG_THRESHOLD))
+		return real_free(p);
+	free_slow(p);
 }
 
-EXPORT void *calloc(size_t n, size_t size)
+static __attribute__((noinline)) void *calloc_slow(size_t n, size_t size)
 {
 	size_t total;
 	void *p;
 
 	if (unlikely(!resolved())) {
+		ts.countdown = 0;
 		if (__builtin_mul_overflow(n, size, &total))
 			return NULL;
 		return boot_alloc(total, 16);	/* static memory: already zero */
 	}
 	p = real_calloc(n, size);
-	if (p && !__builtin_mul_overflow(n, size, &total))
-		note_alloc(p, total, PT_PRELOAD_F_CALLOC, NULL);
-	after_call();
+	if (__builtin_mul_overflow(n, size, &total))
+		total = 0;
+	after_alloc(p, total, PT_PRELOAD_F_CALLOC, NULL);
 	return p;
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	size_t total;
+
+	COUNTDOWN_OR_GOTO(slow);
+	if (likely(!__builtin_mul_overflow(n, size, &total)) && likely(total < alloc_limit()))
+		return real_calloc(n, size);
+slow:
+	return calloc_slow(n, size);
 }
 
 EXPORT void *realloc(void *old, size_t size)
@@ -696,7 +858,7 @@ EXPORT void *realloc(void *old, size_t size)
 	void *p;
 
 	if (unlikely(in_boot_arena(old))) {
-		size_t old_size = ((size_t *)old)[-1];
+		size_t old_size = boot_size(old);
 
 		p = malloc(size);
 		if (p)
@@ -708,8 +870,8 @@ EXPORT void *realloc(void *old, size_t size)
 	if (old)
 		note_free(old);
 	p = real_realloc(old, size);
-	note_alloc(p, size, PT_PRELOAD_F_REALLOC, old);
-	after_call();
+	--ts.countdown;
+	after_alloc(p, size, PT_PRELOAD_F_REALLOC, old);
 	return p;
 }
 
@@ -724,6 +886,14 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	return realloc(old, total);
 }
 
+/* The aligned allocators: rare enough for the general path. */
+static void *aligned_done(void *p, size_t size)
+{
+	--ts.countdown;
+	after_alloc(p, size, PT_PRELOAD_F_ALIGNED, NULL);
+	return p;
+}
+
 EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
 	int ret;
@@ -733,58 +903,36 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		return *out ? 0 : ENOMEM;
 	}
 	ret = real_posix_memalign(out, align, size);
-	if (ret == 0)
-		note_alloc(*out, size, PT_PRELOAD_F_ALIGNED, NULL);
-	after_call();
+	aligned_done(ret == 0 ? *out : NULL, size);
 	return ret;
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t size)
 {
-	void *p;
-
 	if (unlikely(!resolved()) || !real_aligned_alloc)
 		return boot_alloc(size, align);
-	p = real_aligned_alloc(align, size);
-	note_alloc(p, size, PT_PRELOAD_F_ALIGNED, NULL);
-	after_call();
-	return p;
+	return aligned_done(real_aligned_alloc(align, size), size);
 }
 
 EXPORT void *memalign(size_t align, size_t size)
 {
-	void *p;
-
 	if (unlikely(!resolved()))
 		return boot_alloc(size, align);
-	p = real_memalign(align, size);
-	note_alloc(p, size, PT_PRELOAD_F_ALIGNED, NULL);
-	after_call();
-	return p;
+	return aligned_done(real_memalign(align, size), size);
 }
 
 EXPORT void *valloc(size_t size)
 {
-	void *p;
-
 	if (unlikely(!resolved()) || !real_valloc)
 		return boot_alloc(size, 4096);
-	p = real_valloc(size);
-	note_alloc(p, size, PT_PRELOAD_F_ALIGNED, NULL);
-	after_call();
-	return p;
+	return aligned_done(real_valloc(size), size);
 }
 
 EXPORT void *pvalloc(size_t size)
 {
-	void *p;
-
 	if (unlikely(!resolved()) || !real_pvalloc)
 		return boot_alloc((size + 4095) & ~(size_t)4095, 4096);
-	p = real_pvalloc(size);
-	note_alloc(p, size, PT_PRELOAD_F_ALIGNED, NULL);
-	after_call();
-	return p;
+	return aligned_done(real_pvalloc(size), size);
 }
 
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -802,7 +950,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 			 (uint32_t)flags);
 		errno = saved;
 	}
-	after_call();
+	check_requests();
 	return p;
 }
 
@@ -822,7 +970,7 @@ EXPORT int munmap(void *addr, size_t len)
 		emit_now(PT_PRELOAD_REC_MUNMAP, 0, (uintptr_t)addr, len, 0, 0);
 		errno = saved;
 	}
-	after_call();
+	check_requests();
 	return ret;
 }
 
@@ -847,7 +995,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 				 new_len);
 		errno = saved;
 	}
-	after_call();
+	check_requests();
 	return p;
 }
 
@@ -863,12 +1011,13 @@ static void atfork_child(void)
 	struct ring *r = atomic_load(&g_ring);
 
 	atomic_store(&g_ring, NULL);
+	atomic_store(&g_ctl, &no_ctl);
 	if (r)
 		do_munmap(r->hdr, r->bytes);
 	if (g_sock >= 0)
 		drop_sock();
 	ts.n = 0;
-	ts.countdown = 1;	/* the first hooked call ticks */
+	ts.countdown = 0;	/* the first hooked call ticks */
 	ts.tid = 0;
 	atomic_store(&g_req_seen, 0);
 	atomic_store(&g_last_tick_ns, 0);
