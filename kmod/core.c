@@ -22,10 +22,12 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
+#include "events.h"
 #include "scan.h"
 #include "tier.h"
 
-#define PT_FEATURES	(PAGETIER_FEAT_TIER | PAGETIER_FEAT_CGROUP_STATS | PT_SCAN_FEATURES)
+#define PT_FEATURES	(PAGETIER_FEAT_TIER | PAGETIER_FEAT_CGROUP_STATS | PT_SCAN_FEATURES | \
+			 PT_TIER_FEATURES)
 
 /* Sizes of the first ABI version: the smallest structs a caller may pass. */
 #define PT_VERSION_SIZE_V1		16
@@ -33,12 +35,16 @@
 #define PT_TIER_DESTROY_SIZE_V1		8
 #define PT_CGROUP_STATS_SIZE_V1		32
 #define PT_CGROUP_STAT_SIZE_V1		48
+#define PT_PREFETCH_SIZE_V1		48
+#define PT_EVENTS_SIZE_V1		32
 
 static_assert(sizeof(struct pagetier_version) >= PT_VERSION_SIZE_V1);
 static_assert(sizeof(struct pagetier_tier_create) >= PT_TIER_CREATE_SIZE_V1);
 static_assert(sizeof(struct pagetier_tier_destroy) >= PT_TIER_DESTROY_SIZE_V1);
 static_assert(sizeof(struct pagetier_cgroup_stats) >= PT_CGROUP_STATS_SIZE_V1);
 static_assert(sizeof(struct pagetier_cgroup_stat) >= PT_CGROUP_STAT_SIZE_V1);
+static_assert(sizeof(struct pagetier_prefetch) >= PT_PREFETCH_SIZE_V1);
+static_assert(sizeof(struct pagetier_events) >= PT_EVENTS_SIZE_V1);
 
 /* No ABI growth needs more; it bounds the zero check of an unknown tail. */
 #define PT_MAX_STRUCT_SIZE	PAGE_SIZE
@@ -183,6 +189,40 @@ static int pt_ioctl_scan(void __user *uarg)
 	return pt_copy_out(uarg, &req, sizeof(req), usize);
 }
 
+static int pt_ioctl_prefetch(void __user *uarg)
+{
+	struct pagetier_prefetch req;
+	u32 usize;
+	int ret;
+
+	ret = pt_copy_in(&req, sizeof(req), PT_PREFETCH_SIZE_V1, uarg, &usize);
+	if (ret)
+		return ret;
+	if ((req.flags & ~(PAGETIER_PREFETCH_WAIT | PAGETIER_PREFETCH_NEWEST)) || req.reserved)
+		return -EINVAL;
+	ret = pt_tier_prefetch(&req);
+	if (ret)
+		return ret;
+	return pt_copy_out(uarg, &req, sizeof(req), usize);
+}
+
+static int pt_ioctl_events(struct file *file, void __user *uarg)
+{
+	struct pagetier_events req;
+	u32 usize;
+	int ret;
+
+	ret = pt_copy_in(&req, sizeof(req), PT_EVENTS_SIZE_V1, uarg, &usize);
+	if (ret)
+		return ret;
+	if (req.flags)
+		return -EINVAL;
+	ret = pt_events_info(file, &req);
+	if (ret)
+		return ret;
+	return pt_copy_out(uarg, &req, sizeof(req), usize);
+}
+
 static long pt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
@@ -205,13 +245,27 @@ static long pt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return pt_ioctl_cgroup_stats(uarg);
 	case _IOC_NR(PAGETIER_IOC_SCAN):
 		return pt_ioctl_scan(uarg);
+	case _IOC_NR(PAGETIER_IOC_PREFETCH):
+		return pt_ioctl_prefetch(uarg);
+	case _IOC_NR(PAGETIER_IOC_EVENTS):
+		return pt_ioctl_events(file, uarg);
 	default:
 		return -ENOTTY;
 	}
 }
 
+/* The event ring of this descriptor, if it subscribed, goes with it. */
+static int pt_ctl_release(struct inode *inode, struct file *file)
+{
+	pt_events_release(file);
+	return 0;
+}
+
 static const struct file_operations pt_ctl_fops = {
 	.owner		= THIS_MODULE,
+	.read		= pt_events_read,
+	.poll		= pt_events_poll,
+	.release	= pt_ctl_release,
 	.unlocked_ioctl	= pt_ioctl,
 	/* Every struct has the same layout for 32-bit callers. */
 	.compat_ioctl	= compat_ptr_ioctl,

@@ -1,30 +1,45 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * tier.c - the pagetier tier block device (/dev/pagetierN).
+ * tier.c - the pagetier tier block device (/dev/pagetierN): creation and destruction,
+ * the I/O path, admission of background I/O, sysfs.
  *
  * A tier is a bio-based block device stacked on an exclusively opened backing device
- * (an NVMe namespace in production). The kernel swaps to it. This first version maps
- * every 4 KiB slot to the same offset on the backing device; what it adds over a plain
- * passthrough is attribution: every slot remembers the memory cgroup of the page last
- * written to it, so the daemon can see how much of each container lives on the tier.
+ * (an NVMe namespace in production). The kernel swaps to it. Its slots are placed
+ * log-structured (tier_map.c): every write goes to the end of the open segment of the
+ * memory cgroup of its page, so a cgroup's pages lie together on the backing device.
  *
- * Attribution state, per tier, all under tier->lock:
- *  - owner[slot]: a u16 index into cg[] (0 = the slot holds nothing);
- *  - cg[]: a table of max_cgroups cgroups allocated when the tier is created, indexed
- *    by owner[] and hashed by cgroup id. cg[1] is the unattributed "cgroup" (id 0):
- *    pages without a memcg, reads of empty slots, and pages of cgroups that found the
- *    table full. A cgroup whose pages have all left the tier keeps its entry (and its
- *    counters) until the table is full and a new cgroup needs the entry.
- * The I/O path never allocates: it runs in reclaim, where an allocation could recurse
- * into the swap device it is serving.
+ *  - Write: the slots get new blocks at the end of the cgroup's open segment (the old
+ *    blocks die at once), and a clone of the bio goes there. Consecutive writes of one
+ *    cgroup land on consecutive blocks, so the backing device's plug merging turns a
+ *    reclaim batch into large writes. A bio that crosses a segment end is split: its
+ *    rest is resubmitted and placed after. If no segment is free the writer waits for
+ *    the collector (tier_gc.c); the bio completes with the backing device's status, so
+ *    a failed swap write keeps the page in memory.
+ *  - Read: a clone of the bio (struct pt_top, the context of the read) is resolved
+ *    piece by piece: slots with no block read as zeros, staged slots are copied from
+ *    the staging cache (tier_prefetch.c), slots whose block is being written or being
+ *    prefetched wait for that, the rest is read from the backing device with one clone
+ *    per contiguous run. Each piece holds a reader reference on its segment until it
+ *    completes, so a block is never reused under a read.
+ *  - Discard: the slots' blocks die; nothing goes to the backing device.
+ *  - Priority: demand reads go to the backing device at once. Write-back, GC and
+ *    prefetch read-ahead ("background") are admitted only while the background blocks
+ *    in flight stay under bg_inflight_kib, and under bg_demand_kib while demand reads
+ *    are in flight, so a demand read queues behind little background I/O.
+ *
+ * The I/O path allocates only from the tier's bio_sets (mempools, GFP_NOIO), at most
+ * one bio per bio_set per call in the submitting context, so it always progresses in
+ * reclaim.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bio.h>
 #include <linux/blkdev.h>
 #include <linux/cgroup.h>
-#include <linux/hashtable.h>
+#include <linux/highmem.h>
 #include <linux/idr.h>
+#include <linux/ioprio.h>
+#include <linux/ktime.h>
 #include <linux/memcontrol.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
@@ -37,7 +52,7 @@
 #include <linux/sysfs.h>
 #include <linux/wait_bit.h>
 
-#include "compat.h"
+#include "events.h"
 #include "tier.h"
 
 static unsigned int max_cgroups = CONFIG_PAGETIER_MAX_CGROUPS;
@@ -48,142 +63,119 @@ MODULE_PARM_DESC(max_cgroups, "cgroups tracked per tier, 1-65534 (default "
 static unsigned long max_capacity_mib;
 module_param(max_capacity_mib, ulong, 0644);
 MODULE_PARM_DESC(max_capacity_mib,
-		 "cap on a new tier's capacity in MiB, 0 = the whole backing device; the slot map costs 2 bytes per 4 KiB");
+		 "cap on a new tier's capacity in MiB, 0 = what the backing device allows; the map costs about 8 bytes per 4 KiB");
 
-/* cg[0] is never used, so that owner[slot] == 0 means "empty". */
-#define PT_CG_UNATTRIBUTED	1
-#define PT_CG_FIRST		2
-#define PT_CG_ENTRIES_MAX	(U16_MAX + 1)	/* owner[] is a u16 */
-#define PT_CG_HASH_BITS		8
+static unsigned int segment_kib = 1024;
+module_param(segment_kib, uint, 0644);
+MODULE_PARM_DESC(segment_kib, "segment size of new tiers in KiB, a power of two, 64-16384 (default 1024)");
 
-/* Slots a discard clears per lock hold, to bound the time interrupts are off. */
-#define PT_DISCARD_BATCH	1024
+static unsigned int gc_headroom_pct = 10;
+module_param(gc_headroom_pct, uint, 0644);
+MODULE_PARM_DESC(gc_headroom_pct, "share of a new tier's space kept free for the garbage collector, 1-50 (default 10)");
 
-struct pt_cgroup {
-	struct hlist_node node;		/* in pt_tier.cg_hash while it has an id */
-	u64 id;
-	u64 pages_stored;
-	u64 bytes_written;
-	u64 bytes_read;
-	u64 write_ios;
-	u64 read_ios;
-	bool in_use;			/* has or had pages here: reported */
-};
+static unsigned int max_open_segments = 16;
+module_param(max_open_segments, uint, 0644);
+MODULE_PARM_DESC(max_open_segments, "segments of a new tier being filled at once, one per recently writing cgroup (default 16)");
 
-struct pt_tier {
-	u32 id;
-	struct gendisk *disk;
-	struct pt_backing backing;
-	char backing_path[PAGETIER_PATH_MAX];
-	u64 nr_slots;
-	struct bio_set bs;		/* clones to the backing device */
-	atomic_t inflight;		/* clones not completed yet */
-	bool claimed;			/* being destroyed; under disk->open_mutex */
+static unsigned int staging_mib = 64;
+module_param(staging_mib, uint, 0644);
+MODULE_PARM_DESC(staging_mib, "staging cache of a new tier in MiB, the bound of prefetched pages (default 64)");
 
-	spinlock_t lock;		/* everything below; taken from bio completion */
-	u16 *owner;			/* [nr_slots] index into cg[], 0 = empty */
-	struct pt_cgroup *cg;		/* [nr_cg] */
-	u32 nr_cg;
-	u32 cg_used;			/* cg[PT_CG_FIRST..cg_used) have been handed out */
-	u32 cg_empty;			/* handed-out entries with no pages: reusable */
-	DECLARE_HASHTABLE(cg_hash, PT_CG_HASH_BITS);
-	u64 pages_stored;
-	u64 bytes_written;
-	u64 bytes_read;
-	u64 write_ios;
-	u64 read_ios;
-	u64 discard_pages;
-	u64 cgroup_overflows;		/* pages attributed to id 0 because cg[] was full */
-	u64 read_errors;
-	u64 write_errors;
-};
+static unsigned int bg_inflight_kib = 4096;
+module_param(bg_inflight_kib, uint, 0644);
+MODULE_PARM_DESC(bg_inflight_kib, "write-back, GC and read-ahead in flight at most, KiB (default 4096)");
+
+static unsigned int bg_demand_kib = 512;
+module_param(bg_demand_kib, uint, 0644);
+MODULE_PARM_DESC(bg_demand_kib, "the same while demand reads are in flight, KiB (default 512)");
+
+static unsigned int space_wait_ms = 10000;
+module_param(space_wait_ms, uint, 0644);
+MODULE_PARM_DESC(space_wait_ms, "how long a write waits for the collector to free a segment before it fails (default 10000)");
 
 /* Tiers by id; the mutex also serializes create and destroy. */
 static DEFINE_IDR(pt_tiers);
 static DEFINE_MUTEX(pt_tiers_lock);
 
-/* ---- cgroup table: pure bookkeeping, called with tier->lock held ---- */
-
-static u16 pt_cg_get(struct pt_tier *t, u64 id)
+/**
+ * pt_inflight_put() - a bio of the tier has completed
+ * @t: the tier
+ *
+ * The last one lets pt_tier_teardown() free the tier: call it last.
+ */
+void pt_inflight_put(struct pt_tier *t)
 {
-	struct pt_cgroup *c;
-	u32 i;
-
-	lockdep_assert_held(&t->lock);
-	if (!id)
-		return PT_CG_UNATTRIBUTED;
-	hash_for_each_possible(t->cg_hash, c, node, id)
-		if (c->id == id)
-			return c - t->cg;
-
-	if (t->cg_used < t->nr_cg) {
-		i = t->cg_used++;
-		t->cg_empty++;
-	} else if (t->cg_empty) {
-		/* Full: reuse the entry of a cgroup that has nothing left here. */
-		for (i = PT_CG_FIRST; i < t->nr_cg; i++)
-			if (!t->cg[i].pages_stored)
-				break;
-		if (WARN_ON_ONCE(i == t->nr_cg))
-			return PT_CG_UNATTRIBUTED;
-		hash_del(&t->cg[i].node);
-	} else {
-		return PT_CG_UNATTRIBUTED;
-	}
-	c = &t->cg[i];
-	memset(c, 0, sizeof(*c));
-	c->id = id;
-	c->in_use = true;
-	hash_add(t->cg_hash, &c->node, id);
-	return i;
+	if (atomic_dec_and_test(&t->inflight))
+		wake_up_var(&t->inflight);
 }
 
-static void pt_cg_add_page(struct pt_tier *t, u16 idx)
+/* ---- admission of background I/O ---- */
+
+/**
+ * pt_gate_try_locked() - admit @blocks of background I/O if there is room
+ * @t: the tier, locked
+ * @blocks: size of the I/O
+ *
+ * One I/O is always admitted when none is in flight, whatever its size.
+ *
+ * Return: whether it was admitted; then pt_gate_put_locked() must follow.
+ */
+bool pt_gate_try_locked(struct pt_tier *t, u32 blocks)
 {
-	if (!t->cg[idx].pages_stored++ && idx >= PT_CG_FIRST)
-		t->cg_empty--;
+	u32 kib = t->demand_inflight ? READ_ONCE(bg_demand_kib) : READ_ONCE(bg_inflight_kib);
+
+	if (t->bg_inflight && t->bg_inflight + blocks > (kib >> 2))
+		return false;
+	t->bg_inflight += blocks;
+	return true;
 }
 
-static void pt_cg_sub_page(struct pt_tier *t, u16 idx)
-{
-	if (!--t->cg[idx].pages_stored && idx >= PT_CG_FIRST)
-		t->cg_empty++;
-}
-
-/* Moves @slot to cgroup index @idx (0 = empty), keeping every pages_stored exact. */
-static void pt_slot_set(struct pt_tier *t, u64 slot, u16 idx)
-{
-	u16 old = t->owner[slot];
-
-	if (old == idx)
-		return;
-	if (old)
-		pt_cg_sub_page(t, old);
-	else
-		t->pages_stored++;
-	if (idx)
-		pt_cg_add_page(t, idx);
-	else
-		t->pages_stored--;
-	t->owner[slot] = idx;
-}
-
-/* Empties the slots in [first, end), dropping the lock every batch. */
-static void pt_slots_clear(struct pt_tier *t, u64 first, u64 end)
+static bool pt_gate_try(struct pt_tier *t, u32 blocks)
 {
 	unsigned long flags;
-	u64 batch_end;
+	bool ok;
 
-	while (first < end) {
-		batch_end = min(end, first + PT_DISCARD_BATCH);
-		spin_lock_irqsave(&t->lock, flags);
-		for (; first < batch_end; first++)
-			pt_slot_set(t, first, 0);
-		spin_unlock_irqrestore(&t->lock, flags);
-	}
+	spin_lock_irqsave(&t->lock, flags);
+	ok = pt_gate_try_locked(t, blocks);
+	spin_unlock_irqrestore(&t->lock, flags);
+	return ok;
 }
 
-/* ---- I/O path ---- */
+/**
+ * pt_gate_wait() - wait until @blocks of background I/O are admitted
+ * @t: the tier
+ * @blocks: size of the I/O
+ *
+ * Context: may sleep; nothing of the caller's may be waiting to be submitted.
+ */
+void pt_gate_wait(struct pt_tier *t, u32 blocks)
+{
+	wait_event(t->gate_wq, pt_gate_try(t, blocks));
+}
+
+/**
+ * pt_gate_put_locked() - background I/O admitted by the gate has completed
+ * @t: the tier, locked
+ * @blocks: its size; pt_gate_wake() must follow, outside the lock
+ */
+void pt_gate_put_locked(struct pt_tier *t, u32 blocks)
+{
+	t->bg_inflight -= blocks;
+}
+
+/**
+ * pt_gate_wake() - let waiting background I/O retry
+ * @t: the tier
+ */
+void pt_gate_wake(struct pt_tier *t)
+{
+	if (wq_has_sleeper(&t->gate_wq))
+		wake_up_all(&t->gate_wq);
+	if (READ_ONCE(t->pf_stalled))
+		queue_work(t->wq, &t->pf_work);
+}
+
+/* ---- attribution ---- */
 
 /*
  * The cgroup id of the memcg @page is charged to, 0 if none. Slab pages carry an
@@ -202,70 +194,253 @@ static u64 pt_page_cgroup_id(struct page *page)
 	return 0;
 }
 
-/*
- * Attributes every slot @bio writes to the memcg of the page that carries the slot's
- * first byte. Done at submission, while the pages are known to be charged; a write that
- * then fails empties its slots again (pt_clone_endio()).
- */
-static void pt_account_write(struct pt_tier *t, struct bio *bio)
+/* A write bio is attributed to the memcg of its first page: swap writes one folio. */
+static u64 pt_bio_cgroup_id(struct bio *bio)
 {
-	u64 pos = (u64)bio->bi_iter.bi_sector << SECTOR_SHIFT;
-	u64 next = pos;			/* first byte of the next slot to attribute */
-	struct page *cached_page = NULL;
-	u16 idx = PT_CG_UNATTRIBUTED;
-	bool overflow = false;
-	struct bvec_iter iter;
+	u64 id;
+
+	rcu_read_lock();
+	id = pt_page_cgroup_id(bio_page(bio));
+	rcu_read_unlock();
+	return id;
+}
+
+/* ---- completion of clones and pieces ---- */
+
+static void pt_io_endio(struct bio *clone)
+{
+	struct pt_io *io = container_of(clone, struct pt_io, bio);
+	struct bio *parent = clone->bi_private;
+	blk_status_t status = clone->bi_status;
+	struct pt_tier *t = io->t;
 	unsigned long flags;
-	struct bio_vec bv;
-	u16 run = 0;
-	u64 slot, id;
+	bool wake = false;
+	u16 owner;
+
+	switch (io->kind) {
+	case PT_IO_WRITE:
+		spin_lock_irqsave(&t->lock, flags);
+		pt_map_write_done(t, io->pblk, io->nr, status != BLK_STS_OK);
+		if (status)
+			t->st.write_errors++;
+		pt_gate_put_locked(t, io->nr);
+		if (!bio_list_empty(&t->wait_write))
+			queue_work(t->wq, &t->rd_work);
+		spin_unlock_irqrestore(&t->lock, flags);
+		if (status)
+			pr_err_ratelimited("%s: write of %u blocks at block %u of %s failed (%d); segment retired\n",
+					   t->disk->disk_name, io->nr, io->pblk, t->backing_path,
+					   blk_status_to_errno(status));
+		pt_gate_wake(t);
+		break;
+	case PT_IO_FLUSH:
+		if (status) {
+			spin_lock_irqsave(&t->lock, flags);
+			t->st.write_errors++;
+			spin_unlock_irqrestore(&t->lock, flags);
+		}
+		break;
+	case PT_IO_READ:
+		spin_lock_irqsave(&t->lock, flags);
+		if (status && !io->retried) {
+			/*
+			 * The backing device may have failed it for a neighbour it merged it
+			 * with: read each block again, alone (pt_read_retry()).
+			 */
+			io->retried = true;
+			bio_list_add(&t->rd_failed, clone);
+			queue_work(t->wq, &t->rd_work);
+			spin_unlock_irqrestore(&t->lock, flags);
+			return;
+		}
+		pt_seg_release(t, io->seg);
+		wake = !--t->demand_inflight;
+		spin_unlock_irqrestore(&t->lock, flags);
+		if (wake)
+			pt_gate_wake(t);
+		break;
+	case PT_IO_RETRY:
+		if (status) {
+			spin_lock_irqsave(&t->lock, flags);
+			t->st.read_errors++;
+			owner = t->segs[io->seg].owner;
+			if (owner)
+				t->cg[owner].read_errors++;
+			spin_unlock_irqrestore(&t->lock, flags);
+			pr_err_ratelimited("%s: read of block %u of %s failed (%d)\n",
+					   t->disk->disk_name, io->pblk, t->backing_path,
+					   blk_status_to_errno(status));
+		}
+		break;
+	default:
+		break;
+	}
+	if (status && !parent->bi_status)
+		parent->bi_status = status;
+	bio_put(clone);
+	bio_endio(parent);
+	pt_inflight_put(t);
+}
+
+/* ---- write ---- */
+
+static bool pt_space_ok(struct pt_tier *t)
+{
+	return READ_ONCE(t->nr_free) > PT_GC_RESERVE || READ_ONCE(t->nospace) ||
+	       READ_ONCE(t->dying);
+}
+
+static void pt_write(struct pt_tier *t, struct bio *bio)
+{
+	u64 slot = bio->bi_iter.bi_sector >> PT_SECTORS_PER_SLOT_SHIFT;
+	u32 want = bio->bi_iter.bi_size >> PT_SLOT_SHIFT;
+	u64 id = pt_bio_cgroup_id(bio);
+	struct pt_cgroup *c;
+	unsigned long flags;
+	struct bio *clone;
+	struct pt_io *io;
+	u32 pblk, got;
+	long left = 1;
+	u16 idx;
+	int ret;
 
 	spin_lock_irqsave(&t->lock, flags);
-	rcu_read_lock();
-	/* bio_for_each_segment() yields single-page segments. */
-	bio_for_each_segment(bv, bio, iter) {
-		while (next < pos + bv.bv_len) {
-			slot = next >> PT_SLOT_SHIFT;
-			if (unlikely(slot >= t->nr_slots))
-				break;
-			/* A swapped folio is many slots of one memcg: look it up once. */
-			if (bv.bv_page != cached_page) {
-				cached_page = bv.bv_page;
-				id = pt_page_cgroup_id(bv.bv_page);
-				idx = pt_cg_get(t, id);
-				overflow = id && idx == PT_CG_UNATTRIBUTED;
-				t->cg[idx].in_use = true;
-			}
-			if (unlikely(overflow))
-				t->cgroup_overflows++;
-			pt_slot_set(t, slot, idx);
-			t->cg[idx].bytes_written += PT_SLOT_SIZE;
-			if (idx != run) {
-				t->cg[idx].write_ios++;
-				run = idx;
-			}
-			next = (slot + 1) << PT_SLOT_SHIFT;
-		}
-		pos += bv.bv_len;
+	for (;;) {
+		/* Again after sleeping: the entry may have been given to another cgroup. */
+		idx = pt_cg_get(t, id);
+		ret = pt_map_reserve(t, idx, want, false, &pblk, &got);
+		if (!ret || !left || t->nospace || t->dying)
+			break;
+		t->space_waiters++;
+		spin_unlock_irqrestore(&t->lock, flags);
+		pt_gc_kick(t);
+		left = wait_event_timeout(t->space_wq, pt_space_ok(t),
+					  msecs_to_jiffies(READ_ONCE(space_wait_ms)));
+		spin_lock_irqsave(&t->lock, flags);
+		t->space_waiters--;
 	}
-	rcu_read_unlock();
-	t->bytes_written += bio->bi_iter.bi_size;
-	t->write_ios++;
+	if (ret) {
+		t->st.nospace_errors++;
+		t->st.write_errors++;
+		spin_unlock_irqrestore(&t->lock, flags);
+		pr_err_ratelimited("%s: no free segment, a write of %u pages fails\n",
+				   t->disk->disk_name, want);
+		bio->bi_status = BLK_STS_NOSPC;
+		bio_endio(bio);
+		return;
+	}
+	pt_map_assign(t, slot, pblk, got);
+	c = &t->cg[idx];
+	c->in_use = true;
+	c->bytes_written += (u64)got << PT_SLOT_SHIFT;
+	c->write_ios++;
+	if (id && idx == PT_CG_UNATTRIBUTED)
+		t->st.cgroup_overflows += got;
+	t->st.bytes_written += (u64)got << PT_SLOT_SHIFT;
+	t->st.write_ios++;
+	t->st.wb_bytes += (u64)got << PT_SLOT_SHIFT;
+	t->st.wb_bios++;
+	spin_unlock_irqrestore(&t->lock, flags);
+
+	clone = bio_alloc_clone(t->backing.bdev, bio, GFP_NOIO, &t->io_bs);
+	io = pt_io_init(clone, t, PT_IO_WRITE);
+	io->pblk = pblk;
+	io->nr = got;
+	clone->bi_iter.bi_size = got << PT_SLOT_SHIFT;
+	clone->bi_iter.bi_sector = (sector_t)pblk << PT_SECTORS_PER_SLOT_SHIFT;
+	clone->bi_end_io = pt_io_endio;
+	clone->bi_private = bio;
+	atomic_inc(&t->inflight);
+	if (got < want) {
+		/* The rest goes to the next segment: resubmitted, it comes back here. */
+		bio_inc_remaining(bio);
+		bio_advance(bio, got << PT_SLOT_SHIFT);
+		submit_bio_noacct(bio);
+	}
+	pt_gate_wait(t, got);
+	submit_bio_noacct(clone);
+}
+
+/* An empty flush: completed writes are on the backing device, so flush that. */
+static void pt_flush(struct pt_tier *t, struct bio *bio)
+{
+	struct bio *clone = bio_alloc_clone(t->backing.bdev, bio, GFP_NOIO, &t->io_bs);
+
+	pt_io_init(clone, t, PT_IO_FLUSH);
+	clone->bi_end_io = pt_io_endio;
+	clone->bi_private = bio;
+	atomic_inc(&t->inflight);
+	submit_bio_noacct(clone);
+}
+
+/* ---- discard ---- */
+
+/* Slots a discard clears per lock hold, to bound the time interrupts are off. */
+#define PT_DISCARD_BATCH	1024
+
+/*
+ * A discard frees swap slots: their blocks die (a segment left empty is free again)
+ * and the discard completes here; the backing device gets nothing. Only whole slots are
+ * cleared; the block layer aligns discards to the 4 KiB logical block.
+ */
+static void pt_discard(struct pt_tier *t, struct bio *bio)
+{
+	u64 first = DIV_ROUND_UP_ULL(bio->bi_iter.bi_sector, 1U << PT_SECTORS_PER_SLOT_SHIFT);
+	u64 end = bio_end_sector(bio) >> PT_SECTORS_PER_SLOT_SHIFT;
+	unsigned long flags;
+	u64 batch_end;
+
+	end = min(end, t->nr_slots);
+	if (first >= end)
+		return;
+	spin_lock_irqsave(&t->lock, flags);
+	t->st.discard_pages += end - first;
+	while (first < end) {
+		batch_end = min(end, first + PT_DISCARD_BATCH);
+		for (; first < batch_end; first++)
+			pt_map_clear(t, first);
+		spin_unlock_irqrestore(&t->lock, flags);
+		cond_resched();
+		spin_lock_irqsave(&t->lock, flags);
+	}
 	spin_unlock_irqrestore(&t->lock, flags);
 }
 
-/* Charges a read to the cgroups owning its slots (empty slots: unattributed). */
-static void pt_account_read(struct pt_tier *t, struct bio *bio)
+/* ---- read ---- */
+
+enum pt_class_kind { PT_CL_ZERO, PT_CL_HIT, PT_CL_READ, PT_CL_WAIT_W, PT_CL_WAIT_PF };
+
+/* The first piece of a read: slots of one kind. */
+struct pt_class {
+	u8 kind;			/* enum pt_class_kind */
+	u32 len;			/* slots */
+	u32 pblk;			/* READ: first block */
+	u32 seg;			/* READ, WAIT_PF */
+	u32 wseq;			/* WAIT_W: t->wr_seq when seen */
+	struct page *pages[PT_HIT_MAX];	/* HIT: taken from the cache */
+};
+
+static void pt_top_endio(struct bio *c);
+
+static struct pt_top *pt_bio_top(struct bio *c)
 {
-	u64 slot = bio->bi_iter.bi_sector >> PT_SECTORS_PER_SLOT_SHIFT;
-	u64 end = DIV_ROUND_UP_ULL(bio_end_sector(bio), 1U << PT_SECTORS_PER_SLOT_SHIFT);
-	unsigned long flags;
+	if (c->bi_end_io == pt_top_endio)
+		return container_of(c, struct pt_top, bio);
+	return container_of(c, struct pt_io, bio)->top;
+}
+
+/* Charges a read to the cgroups owning its slots (empty slots: unattributed). */
+static void pt_account_read_locked(struct pt_tier *t, struct pt_top *top)
+{
+	u64 slot = top->slot, end = top->slot + top->pages;
 	u16 idx, run = 0;
 
-	end = min(end, t->nr_slots);
-	spin_lock_irqsave(&t->lock, flags);
+	idx = pt_slot_owner(t, slot);
+	top->empty = !idx;
+	top->cg = idx ?: PT_CG_UNATTRIBUTED;
+	top->cgroup_id = t->cg[top->cg].id;
 	for (; slot < end; slot++) {
-		idx = t->owner[slot] ?: PT_CG_UNATTRIBUTED;
+		idx = pt_slot_owner(t, slot) ?: PT_CG_UNATTRIBUTED;
 		t->cg[idx].in_use = true;
 		t->cg[idx].bytes_read += PT_SLOT_SIZE;
 		if (idx != run) {
@@ -273,82 +448,439 @@ static void pt_account_read(struct pt_tier *t, struct bio *bio)
 			run = idx;
 		}
 	}
-	t->bytes_read += bio->bi_iter.bi_size;
-	t->read_ios++;
+	t->st.bytes_read += (u64)top->pages << PT_SLOT_SHIFT;
+	t->st.read_ios++;
+}
+
+/* Sorts the first slots of @c into a piece of one kind (see struct pt_class). */
+static void pt_classify(struct pt_tier *t, struct bio *c, struct pt_top *top,
+			struct pt_class *cl)
+{
+	u64 slot = c->bi_iter.bi_sector >> PT_SECTORS_PER_SLOT_SHIFT;
+	u32 n = c->bi_iter.bi_size >> PT_SLOT_SHIFT;
+	u32 i, p, v, seg = PT_NONE;
+	unsigned long flags;
+	struct pt_cgroup *o;
+	u8 kind;
+
+	spin_lock_irqsave(&t->lock, flags);
+	for (i = 0; i < n; i++) {
+		p = t->l2p[slot + i];
+		if (p == PT_NONE) {
+			kind = PT_CL_ZERO;
+		} else {
+			v = t->p2l[p];
+			seg = pt_seg_of(t, p);
+			if (v & PT_P2L_PENDING)
+				kind = PT_CL_WAIT_W;
+			else if ((v & PT_P2L_STAGED) && pt_stage_find(t, p))
+				kind = PT_CL_HIT;
+			else if (t->segs[seg].pf == PT_PF_INFLIGHT)
+				kind = PT_CL_WAIT_PF;
+			else
+				kind = PT_CL_READ;
+			/* Demand wins: prefetch does not read what is read now. */
+			if (kind == PT_CL_READ && t->segs[seg].pf == PT_PF_PLANNED)
+				pt_pf_preempt(t, seg);
+		}
+		if (!i) {
+			cl->kind = kind;
+			cl->pblk = p;
+			cl->seg = seg;
+		} else if (kind != cl->kind ||
+			   (kind == PT_CL_READ && (p != cl->pblk + i || seg != cl->seg)) ||
+			   (kind == PT_CL_WAIT_PF && seg != cl->seg)) {
+			break;
+		}
+		if (kind == PT_CL_HIT) {
+			o = &t->cg[t->segs[seg].owner];
+			o->staging_hits++;
+			cl->pages[i] = pt_stage_take(t, p);
+			if (i + 1 == PT_HIT_MAX) {
+				i++;
+				break;
+			}
+		}
+	}
+	cl->len = i;
+	switch (cl->kind) {
+	case PT_CL_ZERO:
+		t->st.zero_pages += i;
+		break;
+	case PT_CL_HIT:
+		t->st.staging_hits += i;
+		top->hits += i;
+		break;
+	case PT_CL_READ:
+		t->segs[cl->seg].readers++;
+		t->demand_inflight++;
+		t->st.staging_misses += i;
+		t->cg[t->segs[cl->seg].owner].staging_misses += i;
+		t->st.demand_bytes += (u64)i << PT_SLOT_SHIFT;
+		t->st.demand_bios++;
+		break;
+	case PT_CL_WAIT_W:
+		cl->wseq = t->wr_seq;
+		break;
+	default:
+		break;
+	}
 	spin_unlock_irqrestore(&t->lock, flags);
+}
+
+/* Copies @src (NULL: zeros) into the 4 KiB of @bio at @it, and advances @it. */
+static void pt_copy_slot(struct bio *bio, struct bvec_iter *it, struct page *src)
+{
+	unsigned int done = 0, len;
+	struct bio_vec bv;
+	char *dst, *from;
+
+	bv = bio_iter_iovec(bio, *it);
+	if (src && PAGE_SIZE == PT_SLOT_SIZE && !bv.bv_offset && bv.bv_len == PAGE_SIZE) {
+		/* A whole page, as swap reads are: the cheapest copy there is. */
+		dst = kmap_local_page(bv.bv_page);
+		from = kmap_local_page(src);
+		copy_page(dst, from);
+		kunmap_local(from);
+		kunmap_local(dst);
+		flush_dcache_page(bv.bv_page);
+		bio_advance_iter_single(bio, it, PAGE_SIZE);
+		return;
+	}
+	while (done < PT_SLOT_SIZE) {
+		bv = bio_iter_iovec(bio, *it);
+		len = min_t(unsigned int, bv.bv_len, PT_SLOT_SIZE - done);
+		bv.bv_len = len;
+		dst = bvec_kmap_local(&bv);
+		if (src) {
+			from = kmap_local_page(src);
+			memcpy(dst, from + done, len);
+			kunmap_local(from);
+		} else {
+			memset(dst, 0, len);
+		}
+		kunmap_local(dst);
+		flush_dcache_page(bv.bv_page);
+		bio_advance_iter_single(bio, it, len);
+		done += len;
+	}
+}
+
+/* Serves a ZERO or HIT piece at the front of @c from memory. */
+static void pt_fill(struct pt_tier *t, struct bio *c, struct pt_class *cl)
+{
+	struct bvec_iter it = c->bi_iter;
+	u32 i;
+
+	unsigned long flags;
+
+	for (i = 0; i < cl->len; i++)
+		pt_copy_slot(c, &it, cl->kind == PT_CL_HIT ? cl->pages[i] : NULL);
+	if (cl->kind == PT_CL_HIT) {
+		spin_lock_irqsave(&t->lock, flags);
+		for (i = 0; i < cl->len; i++)
+			pt_page_put_locked(t, cl->pages[i]);
+		spin_unlock_irqrestore(&t->lock, flags);
+	}
+	bio_advance(c, cl->len << PT_SLOT_SHIFT);
+}
+
+/* Cuts the first @n slots of container @c into a piece that completes into @c. */
+static struct bio *pt_carve(struct pt_tier *t, struct bio *c, struct pt_top *top, u32 n,
+			    u8 kind)
+{
+	struct bio *p = bio_alloc_clone(c->bi_bdev, c, GFP_NOIO, &t->io_bs);
+	struct pt_io *io = pt_io_init(p, t, kind);
+
+	io->top = top;
+	io->nr = n;
+	p->bi_iter.bi_size = n << PT_SLOT_SHIFT;
+	p->bi_end_io = pt_io_endio;
+	p->bi_private = c;
+	bio_inc_remaining(c);
+	bio_advance(c, n << PT_SLOT_SHIFT);
+	atomic_inc(&t->inflight);
+	return p;
+}
+
+/* Parks @b (a piece, or the rest of a container) until what it waits for is done. */
+static void pt_wait(struct pt_tier *t, struct bio *b, const struct pt_class *cl)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&t->lock, flags);
+	/* Check again: it may have finished since pt_classify() looked. */
+	if (cl->kind == PT_CL_WAIT_PF && t->segs[cl->seg].pf != PT_PF_NONE) {
+		bio_list_add(&t->segs[cl->seg].waiters, b);
+	} else if (cl->kind == PT_CL_WAIT_W && t->wr_seq == cl->wseq) {
+		bio_list_add(&t->wait_write, b);
+	} else {
+		bio_list_add(&t->rd_retry, b);
+		queue_work(t->wq, &t->rd_work);
+	}
+	spin_unlock_irqrestore(&t->lock, flags);
+}
+
+/**
+ * pt_read_resolve() - serve the rest of a read container piece by piece
+ * @t: the tier
+ * @c: the container: a read's pt_top clone, or a piece that waited
+ * @in_submit: called from ->submit_bio: then a piece sent to the backing device is only
+ *             submitted after we return, and holds its bio_set entry until then, so the
+ *             rest of @c is left to rd_work instead of allocating more
+ *
+ * Context: may sleep (bio_set allocations).
+ */
+void pt_read_resolve(struct pt_tier *t, struct bio *c, bool in_submit)
+{
+	struct pt_top *top = pt_bio_top(c);
+	struct pt_class cl;
+	struct pt_io *io;
+	struct bio *p;
+
+	while (c->bi_iter.bi_size) {
+		pt_classify(t, c, top, &cl);
+		switch (cl.kind) {
+		case PT_CL_ZERO:
+		case PT_CL_HIT:
+			pt_fill(t, c, &cl);
+			break;
+		case PT_CL_READ:
+			p = pt_carve(t, c, top, cl.len, PT_IO_READ);
+			io = container_of(p, struct pt_io, bio);
+			io->pblk = cl.pblk;
+			io->seg = cl.seg;
+			bio_set_dev(p, t->backing.bdev);
+			p->bi_iter.bi_sector = (sector_t)cl.pblk << PT_SECTORS_PER_SLOT_SHIFT;
+			/* Ahead of background I/O in schedulers that look at it. */
+			p->bi_ioprio = IOPRIO_PRIO_VALUE(IOPRIO_CLASS_RT, 0);
+			io->iter = p->bi_iter;
+			submit_bio_noacct(p);
+			if (in_submit && c->bi_iter.bi_size) {
+				pt_wait(t, c, &cl);	/* READ: always to rd_retry */
+				return;
+			}
+			break;
+		default:
+			if (cl.len << PT_SLOT_SHIFT == c->bi_iter.bi_size) {
+				pt_wait(t, c, &cl);
+				return;
+			}
+			pt_wait(t, pt_carve(t, c, top, cl.len, PT_IO_WAIT), &cl);
+			break;
+		}
+	}
+	/* The container's own reference: it completes when its last piece does. */
+	bio_endio(c);
+}
+
+/* A read is over: its counters, latency and event. */
+static void pt_read_finish(struct pt_tier *t, const struct pt_top *top, blk_status_t status)
+{
+	u64 lat = ktime_get_ns() - top->start_ns;
+	unsigned int b = pt_lat_bucket(lat);
+	struct pagetier_event ev;
+	struct pt_cgroup *cg;
+	unsigned long flags;
+
+	spin_lock_irqsave(&t->lock, flags);
+	t->st.demand_reads++;
+	t->st.demand_read_pages += top->pages;
+	t->st.demand_read_ns += lat;
+	t->st.lat_hist[b]++;
+	cg = &t->cg[top->cg];
+	if (cg->id == top->cgroup_id) {
+		cg->demand_reads++;
+		cg->demand_read_pages += top->pages;
+		cg->demand_read_ns += lat;
+		cg->lat_hist[b]++;
+	}
+	spin_unlock_irqrestore(&t->lock, flags);
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = PAGETIER_EVENT_DEMAND_READ;
+	ev.tier_id = t->id;
+	ev.time_ns = top->start_ns + lat;
+	ev.cgroup_id = top->cgroup_id;
+	ev.slot = top->slot;
+	ev.latency_ns = lat;
+	ev.pages = top->pages;
+	if (top->hits == top->pages)
+		ev.flags |= PAGETIER_EVENT_F_STAGED;
+	else if (top->hits)
+		ev.flags |= PAGETIER_EVENT_F_PART_STAGED;
+	if (status)
+		ev.flags |= PAGETIER_EVENT_F_ERROR;
+	if (top->empty)
+		ev.flags |= PAGETIER_EVENT_F_EMPTY;
+	pt_events_emit(&ev);
+}
+
+static void pt_top_endio(struct bio *c)
+{
+	struct pt_top *top = container_of(c, struct pt_top, bio);
+	struct pt_tier *t = top->t;
+	struct bio *orig = top->orig;
+
+	pt_read_finish(t, top, c->bi_status);
+	orig->bi_status = c->bi_status;
+	bio_put(c);
+	bio_endio(orig);
+	pt_inflight_put(t);
 }
 
 /*
- * A discard frees swap slots: the data is dead, so forget the owners and complete it
- * here. Passing it down would only cost the backing device work that the next write of
- * the slot makes moot (and a later log-structured layout remaps it anyway). Only whole
- * slots are cleared; the block layer aligns discards to the 4 KiB logical block.
+ * A read served from memory alone (staged pages, empty slots), the common read after
+ * a prefetch: no clone, and the copy outside the lock. Return: false, with nothing
+ * done, if a slot needs the device or has to wait.
  */
-static void pt_discard(struct pt_tier *t, struct bio *bio)
+static bool pt_read_inline(struct pt_tier *t, struct bio *bio, struct pt_top *top)
 {
-	u64 first = DIV_ROUND_UP_ULL(bio->bi_iter.bi_sector, 1U << PT_SECTORS_PER_SLOT_SHIFT);
-	u64 end = bio_end_sector(bio) >> PT_SECTORS_PER_SLOT_SHIFT;
+	struct page *pages[PT_HIT_MAX];
 	unsigned long flags;
+	struct bvec_iter it;
+	u32 i, p, v;
 
-	end = min(end, t->nr_slots);
-	if (first >= end)
-		return;
-	pt_slots_clear(t, first, end);
+	if (top->pages > PT_HIT_MAX)
+		return false;
 	spin_lock_irqsave(&t->lock, flags);
-	t->discard_pages += end - first;
-	spin_unlock_irqrestore(&t->lock, flags);
-}
-
-static void pt_clone_endio(struct bio *clone)
-{
-	struct bio *orig = clone->bi_private;
-	struct pt_tier *t = orig->bi_bdev->bd_disk->private_data;
-	blk_status_t status = clone->bi_status;
-	unsigned long flags;
-
-	if (unlikely(status)) {
-		bool write = op_is_write(bio_op(orig));
-
-		spin_lock_irqsave(&t->lock, flags);
-		if (write)
-			t->write_errors++;
-		else
-			t->read_errors++;
-		spin_unlock_irqrestore(&t->lock, flags);
-		/*
-		 * The slots of a failed write hold nothing valid. Swap keeps the page in
-		 * memory (it sees the error below) and frees the swap slot.
-		 */
-		if (bio_op(orig) == REQ_OP_WRITE)
-			pt_slots_clear(t, orig->bi_iter.bi_sector >> PT_SECTORS_PER_SLOT_SHIFT,
-				       min(t->nr_slots,
-					   DIV_ROUND_UP_ULL(bio_end_sector(orig),
-							    1U << PT_SECTORS_PER_SLOT_SHIFT)));
-		orig->bi_status = status;
+	for (i = 0; i < top->pages; i++) {
+		p = t->l2p[top->slot + i];
+		if (p == PT_NONE)
+			continue;
+		v = t->p2l[p];
+		if ((v & PT_P2L_PENDING) || !(v & PT_P2L_STAGED) || !pt_stage_find(t, p)) {
+			spin_unlock_irqrestore(&t->lock, flags);
+			return false;
+		}
 	}
-	bio_put(clone);
-	bio_endio(orig);
-	/* Last: pt_tier_teardown() frees the tier once this reaches zero. */
-	if (atomic_dec_and_test(&t->inflight))
-		wake_up_var(&t->inflight);
+	pt_account_read_locked(t, top);
+	for (i = 0; i < top->pages; i++) {
+		p = t->l2p[top->slot + i];
+		pages[i] = NULL;
+		if (p == PT_NONE) {
+			t->st.zero_pages++;
+			continue;
+		}
+		t->cg[t->segs[pt_seg_of(t, p)].owner].staging_hits++;
+		pages[i] = pt_stage_take(t, p);
+		top->hits++;
+	}
+	t->st.staging_hits += top->hits;
+	spin_unlock_irqrestore(&t->lock, flags);
+
+	it = bio->bi_iter;
+	for (i = 0; i < top->pages; i++)
+		pt_copy_slot(bio, &it, pages[i]);
+	spin_lock_irqsave(&t->lock, flags);
+	for (i = 0; i < top->pages; i++)
+		if (pages[i])
+			pt_page_put_locked(t, pages[i]);
+	spin_unlock_irqrestore(&t->lock, flags);
+	pt_read_finish(t, top, BLK_STS_OK);
+	bio_endio(bio);
+	return true;
 }
 
-/* The backing sector of tier sector @sector: the identity, in this version. */
-static sector_t pt_map_sector(struct pt_tier *t, sector_t sector)
+static void pt_read(struct pt_tier *t, struct bio *bio)
 {
-	return sector;
+	struct pt_top *top, fast;
+	unsigned long flags;
+	struct bio *c;
+
+	memset(&fast, 0, offsetof(struct pt_top, bio));
+	fast.t = t;
+	fast.orig = bio;
+	fast.start_ns = ktime_get_ns();
+	fast.slot = bio->bi_iter.bi_sector >> PT_SECTORS_PER_SLOT_SHIFT;
+	fast.pages = bio->bi_iter.bi_size >> PT_SLOT_SHIFT;
+	if (pt_read_inline(t, bio, &fast))
+		return;
+
+	c = bio_alloc_clone(bio->bi_bdev, bio, GFP_NOIO, &t->top_bs);
+	top = container_of(c, struct pt_top, bio);
+	memcpy(top, &fast, offsetof(struct pt_top, bio));
+	c->bi_end_io = pt_top_endio;
+	atomic_inc(&t->inflight);
+	spin_lock_irqsave(&t->lock, flags);
+	pt_account_read_locked(t, top);
+	spin_unlock_irqrestore(&t->lock, flags);
+	pt_read_resolve(t, c, true);
+}
+
+/*
+ * Reads a failed READ piece again, one bio per block that the backing device must not
+ * merge: a block that fails then fails alone, and the piece (so the read) fails only
+ * if one of its own blocks does.
+ */
+static void pt_read_retry(struct pt_tier *t, struct bio *p)
+{
+	struct pt_io *io = container_of(p, struct pt_io, bio), *cio;
+	struct bio *c;
+	u32 k;
+
+	p->bi_status = BLK_STS_OK;
+	p->bi_iter = io->iter;
+	for (k = 0; k < io->nr; k++) {
+		c = bio_alloc_clone(t->backing.bdev, p, GFP_NOIO, &t->io_bs);
+		cio = pt_io_init(c, t, PT_IO_RETRY);
+		cio->pblk = io->pblk + k;
+		cio->nr = 1;
+		cio->seg = io->seg;
+		bio_advance(c, k << PT_SLOT_SHIFT);
+		c->bi_iter.bi_size = PT_SLOT_SIZE;
+		c->bi_opf |= REQ_NOMERGE;
+		c->bi_end_io = pt_io_endio;
+		c->bi_private = p;
+		bio_inc_remaining(p);
+		atomic_inc(&t->inflight);
+		submit_bio_noacct(c);
+	}
+	/* Its second completion, when the last block is read, is the real one. */
+	bio_endio(p);
+}
+
+/* Reads that continue outside ->submit_bio, failed reads, and waiters to look at again. */
+static void pt_rd_work(struct work_struct *work)
+{
+	struct pt_tier *t = container_of(work, struct pt_tier, rd_work);
+	struct bio_list l, f;
+	struct bio *b;
+
+	spin_lock_irq(&t->lock);
+	f = t->rd_failed;
+	bio_list_init(&t->rd_failed);
+	l = t->rd_retry;
+	bio_list_init(&t->rd_retry);
+	bio_list_merge(&l, &t->wait_write);
+	bio_list_init(&t->wait_write);
+	spin_unlock_irq(&t->lock);
+	while ((b = bio_list_pop(&f)))
+		pt_read_retry(t, b);
+	while ((b = bio_list_pop(&l)))
+		pt_read_resolve(t, b, false);
 }
 
 static void pt_submit_bio(struct bio *bio)
 {
 	struct pt_tier *t = bio->bi_bdev->bd_disk->private_data;
-	struct bio *clone;
 
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
+		if (bio_sectors(bio))
+			pt_read(t, bio);
+		else
+			bio_endio(bio);
+		return;
 	case REQ_OP_WRITE:
+		if (bio_sectors(bio))
+			pt_write(t, bio);
+		else
+			pt_flush(t, bio);
+		return;
 	case REQ_OP_FLUSH:
-		break;
+		pt_flush(t, bio);
+		return;
 	case REQ_OP_DISCARD:
 		pt_discard(t, bio);
 		bio_endio(bio);
@@ -359,30 +891,6 @@ static void pt_submit_bio(struct bio *bio)
 		bio_endio(bio);
 		return;
 	}
-
-	/*
-	 * One clone per bio, from a per-tier mempool: with GFP_NOIO this waits for a clone
-	 * in flight instead of failing, and since each call allocates only one, that clone
-	 * is never one queued behind us on current->bio_list.
-	 */
-	clone = bio_alloc_clone(t->backing.bdev, bio, GFP_NOIO, &t->bs);
-	if (unlikely(!clone)) {
-		bio->bi_status = BLK_STS_RESOURCE;
-		bio_endio(bio);
-		return;
-	}
-	if (bio_sectors(bio)) {
-		/* Empty bios are flushes: nothing to attribute. */
-		if (bio_op(bio) == REQ_OP_WRITE)
-			pt_account_write(t, bio);
-		else if (bio_op(bio) == REQ_OP_READ)
-			pt_account_read(t, bio);
-	}
-	clone->bi_iter.bi_sector = pt_map_sector(t, bio->bi_iter.bi_sector);
-	clone->bi_end_io = pt_clone_endio;
-	clone->bi_private = bio;
-	atomic_inc(&t->inflight);
-	submit_bio_noacct(clone);
 }
 
 /**
@@ -408,7 +916,7 @@ static const struct block_device_operations pt_fops = {
 	.open		= pt_bdops_open,
 };
 
-/* ---- sysfs: /sys/block/pagetierN/{tier_stat,backing_dev} ---- */
+/* ---- sysfs: /sys/block/pagetierN/ ---- */
 
 static struct pt_tier *pt_dev_tier(struct device *dev)
 {
@@ -417,17 +925,7 @@ static struct pt_tier *pt_dev_tier(struct device *dev)
 
 /*
  * tier_stat: one line of fixed columns, the zram mm_stat/io_stat convention; new
- * columns are only ever appended.
- *  1 pages_stored      4 KiB slots holding a page
- *  2 bytes_written     bytes written to the tier
- *  3 bytes_read        bytes read from the tier
- *  4 write_ios         write bios
- *  5 read_ios          read bios
- *  6 discard_pages     4 KiB slots discarded (freed by swap)
- *  7 read_errors       reads the backing device failed
- *  8 write_errors      writes the backing device failed
- *  9 cgroups           cgroups with counters (ioctl CGROUP_STATS entries)
- * 10 cgroup_overflows  pages counted as unattributed because the cgroup table was full
+ * columns are only ever appended. Documented in kmod/README.md, as the files below.
  */
 static ssize_t tier_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
@@ -439,15 +937,15 @@ static ssize_t tier_stat_show(struct device *dev, struct device_attribute *attr,
 	for (i = PT_CG_UNATTRIBUTED; i < t->cg_used; i++)
 		cgroups += t->cg[i].in_use;
 	v[0] = t->pages_stored;
-	v[1] = t->bytes_written;
-	v[2] = t->bytes_read;
-	v[3] = t->write_ios;
-	v[4] = t->read_ios;
-	v[5] = t->discard_pages;
-	v[6] = t->read_errors;
-	v[7] = t->write_errors;
+	v[1] = t->st.bytes_written;
+	v[2] = t->st.bytes_read;
+	v[3] = t->st.write_ios;
+	v[4] = t->st.read_ios;
+	v[5] = t->st.discard_pages;
+	v[6] = t->st.read_errors;
+	v[7] = t->st.write_errors;
 	v[8] = cgroups;
-	v[9] = t->cgroup_overflows;
+	v[9] = t->st.cgroup_overflows;
 	spin_unlock_irq(&t->lock);
 
 	return sysfs_emit(buf,
@@ -455,6 +953,104 @@ static ssize_t tier_stat_show(struct device *dev, struct device_attribute *attr,
 			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]);
 }
 static DEVICE_ATTR_RO(tier_stat);
+
+/* seg_stat: the log-structured layout and the garbage collector. */
+static ssize_t seg_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct pt_tier *t = pt_dev_tier(dev);
+	u64 v[11];
+
+	spin_lock_irq(&t->lock);
+	v[0] = (u64)t->seg_blocks << PT_SLOT_SHIFT;
+	v[1] = t->nr_segs;
+	v[2] = t->nr_free;
+	v[3] = t->nr_open;
+	v[4] = t->nr_bad;
+	v[5] = t->st.gc_victims;
+	v[6] = t->st.gc_moves;
+	v[7] = t->st.gc_errors;
+	v[8] = t->st.nospace_errors;
+	v[9] = t->pages_stored;
+	v[10] = (u64)t->nr_blocks << PT_SLOT_SHIFT;
+	spin_unlock_irq(&t->lock);
+
+	return sysfs_emit(buf,
+			  "%8llu %8llu %8llu %8llu %8llu %8llu %10llu %8llu %8llu %10llu %12llu\n",
+			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]);
+}
+static DEVICE_ATTR_RO(seg_stat);
+
+/* read_stat: demand reads, the staging cache and prefetch. */
+static ssize_t read_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct pt_tier *t = pt_dev_tier(dev);
+	u64 v[15];
+
+	spin_lock_irq(&t->lock);
+	v[0] = t->st.demand_reads;
+	v[1] = t->st.demand_read_pages;
+	v[2] = t->st.demand_read_ns;
+	v[3] = t->st.staging_hits;
+	v[4] = t->st.staging_misses;
+	v[5] = t->nr_staged;
+	v[6] = t->st.prefetch_bytes;
+	v[7] = t->st.prefetch_ios;
+	v[8] = t->st.prefetch_errors;
+	v[9] = t->st.staging_evicted;
+	v[10] = t->st.staging_expired;
+	v[11] = t->st.staging_dropped;
+	v[12] = t->st.zero_pages;
+	v[13] = t->stage_max;
+	v[14] = t->st.prefetch_preempted;
+	spin_unlock_irq(&t->lock);
+
+	return sysfs_emit(buf,
+			  "%8llu %8llu %12llu %8llu %8llu %8llu %12llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
+			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
+			  v[11], v[12], v[13], v[14]);
+}
+static DEVICE_ATTR_RO(read_stat);
+
+/* read_latency: the demand read latency histogram, PT_LAT_BUCKETS columns. */
+static ssize_t read_latency_show(struct device *dev, struct device_attribute *attr,
+				 char *buf)
+{
+	struct pt_tier *t = pt_dev_tier(dev);
+	u64 v[PT_LAT_BUCKETS];
+	int i, n = 0;
+
+	spin_lock_irq(&t->lock);
+	memcpy(v, t->st.lat_hist, sizeof(v));
+	spin_unlock_irq(&t->lock);
+	for (i = 0; i < PT_LAT_BUCKETS; i++)
+		n += sysfs_emit_at(buf, n, "%s%llu", i ? " " : "", v[i]);
+	n += sysfs_emit_at(buf, n, "\n");
+	return n;
+}
+static DEVICE_ATTR_RO(read_latency);
+
+/* io_stat: what the tier sent to the backing device, by class. */
+static ssize_t io_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct pt_tier *t = pt_dev_tier(dev);
+	u64 v[9];
+
+	spin_lock_irq(&t->lock);
+	v[0] = t->st.wb_bytes;
+	v[1] = t->st.wb_bios;
+	v[2] = t->st.demand_bytes;
+	v[3] = t->st.demand_bios;
+	v[4] = t->st.prefetch_bytes;
+	v[5] = t->st.prefetch_ios;
+	v[6] = t->st.gc_read_bytes;
+	v[7] = t->st.gc_write_bytes;
+	v[8] = t->st.gc_bios;
+	spin_unlock_irq(&t->lock);
+
+	return sysfs_emit(buf, "%12llu %8llu %12llu %8llu %12llu %8llu %12llu %12llu %8llu\n",
+			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
+}
+static DEVICE_ATTR_RO(io_stat);
 
 static ssize_t backing_dev_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
@@ -464,6 +1060,10 @@ static DEVICE_ATTR_RO(backing_dev);
 
 static struct attribute *pt_disk_attrs[] = {
 	&dev_attr_tier_stat.attr,
+	&dev_attr_seg_stat.attr,
+	&dev_attr_read_stat.attr,
+	&dev_attr_read_latency.attr,
+	&dev_attr_io_stat.attr,
 	&dev_attr_backing_dev.attr,
 	NULL,
 };
@@ -473,50 +1073,92 @@ ATTRIBUTE_GROUPS(pt_disk);
 
 static void pt_tier_free(struct pt_tier *t)
 {
-	kvfree(t->owner);
-	kvfree(t->cg);
+	u32 i;
+
+	if (t->wq)
+		destroy_workqueue(t->wq);
+	if (t->gc_wq)
+		destroy_workqueue(t->gc_wq);
+	bioset_exit(&t->bg_bs);
+	bioset_exit(&t->io_bs);
+	bioset_exit(&t->top_bs);
+	pt_stage_free_all(t);
+	if (t->gc_pages) {
+		for (i = 0; i < t->seg_blocks; i++)
+			if (t->gc_pages[i])
+				__free_page(t->gc_pages[i]);
+		kvfree(t->gc_pages);
+	}
+	bitmap_free(t->gc_valid);
+	kvfree(t->gc_slot);
+	kvfree(t->gc_runs);
+	pt_map_free(t);
 	kfree(t);
 }
 
-static int pt_tier_alloc_maps(struct pt_tier *t)
+/* Size and layout of the tier over @bdev; 0 or -EINVAL. */
+static int pt_tier_layout(struct pt_tier *t, struct block_device *bdev)
 {
-	/* Indexed by u16; entry 0 is unused and entry 1 is the unattributed one. */
-	t->nr_cg = PT_CG_FIRST + clamp_t(u32, max_cgroups, 1, PT_CG_ENTRIES_MAX - PT_CG_FIRST);
-	t->cg_used = PT_CG_FIRST;
-	t->cg = kvcalloc(t->nr_cg, sizeof(*t->cg), GFP_KERNEL);
-	if (!t->cg)
-		return -ENOMEM;
-	hash_init(t->cg_hash);
-
-	/* __GFP_NOWARN: a huge device fails here with a message, not a splat. */
-	t->owner = kvcalloc(t->nr_slots, sizeof(*t->owner), GFP_KERNEL | __GFP_NOWARN);
-	if (!t->owner) {
-		pr_err("%s: no memory for the map of %llu slots; set max_capacity_mib\n",
-		       t->backing_path, t->nr_slots);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Size of the tier over @bdev in bytes, or 0 if the device cannot back one. */
-static u64 pt_tier_capacity(struct pt_tier *t, struct block_device *bdev)
-{
-	u64 size = round_down(bdev_nr_bytes(bdev), PT_SLOT_SIZE);
-	u64 cap = (u64)READ_ONCE(max_capacity_mib) << 20;
+	struct pt_geometry g;
+	u64 size = bdev_nr_bytes(bdev);
+	int ret;
 
 	if (bdev_logical_block_size(bdev) > PT_SLOT_SIZE) {
 		pr_err("%s: logical block size %u is larger than a page slot (%u)\n",
 		       t->backing_path, bdev_logical_block_size(bdev), PT_SLOT_SIZE);
-		return 0;
+		return -EINVAL;
 	}
-	if (cap && size > cap)
-		size = round_down(cap, PT_SLOT_SIZE);
-	if (size < PT_MIN_CAPACITY) {
-		pr_err("%s: %llu bytes is too small for a tier (at least %llu)\n",
-		       t->backing_path, size, PT_MIN_CAPACITY);
-		return 0;
+	ret = pt_geometry(size, (u64)READ_ONCE(max_capacity_mib) << 20, READ_ONCE(segment_kib),
+			  READ_ONCE(gc_headroom_pct), READ_ONCE(max_open_segments), &g);
+	if (ret) {
+		pr_err("%s: %llu bytes is too small for a tier\n", t->backing_path, size);
+		return ret;
 	}
-	return size;
+	t->nr_slots = g.nr_slots;
+	t->seg_shift = g.seg_shift;
+	t->nr_segs = g.nr_segs;
+	t->open_max = g.open_max;
+	/* The collector starts below gc_low free segments and stops at gc_high. */
+	t->gc_low = PT_GC_RESERVE + max_t(u32, 2, g.nr_segs / 64);
+	t->gc_high = t->gc_low + max_t(u32, 2, g.nr_segs / 64);
+	return 0;
+}
+
+static int pt_tier_alloc_gc(struct pt_tier *t)
+{
+	u32 i;
+
+	t->gc_pages = kvcalloc(t->seg_blocks, sizeof(*t->gc_pages), GFP_KERNEL);
+	t->gc_valid = bitmap_zalloc(t->seg_blocks, GFP_KERNEL);
+	t->gc_slot = kvmalloc_array(t->seg_blocks, sizeof(*t->gc_slot), GFP_KERNEL);
+	t->gc_runs = kvmalloc_array(t->seg_blocks, sizeof(*t->gc_runs), GFP_KERNEL);
+	if (!t->gc_pages || !t->gc_valid || !t->gc_slot || !t->gc_runs)
+		return -ENOMEM;
+	for (i = 0; i < t->seg_blocks; i++) {
+		t->gc_pages[i] = alloc_page(GFP_KERNEL);
+		if (!t->gc_pages[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int pt_tier_alloc_io(struct pt_tier *t)
+{
+	int ret;
+
+	ret = bioset_init(&t->top_bs, 16, offsetof(struct pt_top, bio), 0);
+	if (!ret)
+		ret = bioset_init(&t->io_bs, 64, offsetof(struct pt_io, bio), 0);
+	if (!ret)
+		ret = bioset_init(&t->bg_bs, 4, offsetof(struct pt_bgio, bio), BIOSET_NEED_BVECS);
+	if (ret)
+		return ret;
+	/* In the reclaim path (reads wait for prefetch, writes for the collector). */
+	t->wq = alloc_workqueue("pagetier%u", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0, t->id);
+	t->gc_wq = alloc_workqueue("pagetier%u_gc", WQ_MEM_RECLAIM | WQ_UNBOUND, 1, t->id);
+	if (!t->wq || !t->gc_wq)
+		return -ENOMEM;
+	return 0;
 }
 
 static struct gendisk *pt_tier_alloc_disk(struct pt_tier *t)
@@ -544,6 +1186,36 @@ static struct gendisk *pt_tier_alloc_disk(struct pt_tier *t)
 	return disk;
 }
 
+static struct pt_tier *pt_tier_new(const char *path)
+{
+	struct pt_tier *t = kzalloc(sizeof(*t), GFP_KERNEL);
+
+	if (!t)
+		return NULL;
+	spin_lock_init(&t->lock);
+	atomic_set(&t->inflight, 0);
+	atomic_set(&t->users, 0);
+	init_waitqueue_head(&t->space_wq);
+	init_waitqueue_head(&t->gate_wq);
+	init_waitqueue_head(&t->pf_wq);
+	INIT_WORK(&t->rd_work, pt_rd_work);
+	INIT_WORK(&t->pf_work, pt_pf_work);
+	INIT_WORK(&t->gc_work, pt_gc_work);
+	INIT_DELAYED_WORK(&t->tick_work, pt_tick_work);
+	INIT_LIST_HEAD(&t->free_list);
+	INIT_LIST_HEAD(&t->open_lru);
+	INIT_LIST_HEAD(&t->stage_lru);
+	INIT_LIST_HEAD(&t->stage_free);
+	INIT_LIST_HEAD(&t->page_pool);
+	INIT_LIST_HEAD(&t->pf_planned);
+	INIT_LIST_HEAD(&t->pf_done);
+	bio_list_init(&t->rd_retry);
+	bio_list_init(&t->wait_write);
+	bio_list_init(&t->rd_failed);
+	strscpy(t->backing_path, path, sizeof(t->backing_path));
+	return t;
+}
+
 /**
  * pt_tier_create() - create /dev/pagetierN over a backing block device
  * @req: the validated request; on success tier_id, capacity_bytes and backing_bytes
@@ -557,30 +1229,24 @@ static struct gendisk *pt_tier_alloc_disk(struct pt_tier *t)
 int pt_tier_create(struct pagetier_tier_create *req)
 {
 	struct pt_tier *t;
-	u64 capacity;
 	int id, ret;
 
-	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	t = pt_tier_new(req->backing_path);
 	if (!t)
 		return -ENOMEM;
-	spin_lock_init(&t->lock);
-	atomic_set(&t->inflight, 0);
-	strscpy(t->backing_path, req->backing_path, sizeof(t->backing_path));
 
 	/* The tier is the holder, so a second tier over the same device is refused. */
 	ret = pt_backing_open(&t->backing, t->backing_path, t);
 	if (ret)
 		goto err_free;
-	capacity = pt_tier_capacity(t, t->backing.bdev);
-	if (!capacity) {
-		ret = -EINVAL;
-		goto err_close;
-	}
-	t->nr_slots = capacity >> PT_SLOT_SHIFT;
-	ret = pt_tier_alloc_maps(t);
+	ret = pt_tier_layout(t, t->backing.bdev);
 	if (ret)
 		goto err_close;
-	ret = bioset_init(&t->bs, BIO_POOL_SIZE, 0, 0);
+	ret = pt_map_alloc(t, max_cgroups);
+	if (!ret)
+		ret = pt_stage_alloc(t, READ_ONCE(staging_mib) << (20 - PAGE_SHIFT));
+	if (!ret)
+		ret = pt_tier_alloc_gc(t);
 	if (ret)
 		goto err_close;
 
@@ -592,6 +1258,9 @@ int pt_tier_create(struct pagetier_tier_create *req)
 		goto err_unlock;
 	}
 	t->id = id;
+	ret = pt_tier_alloc_io(t);
+	if (ret)
+		goto err_idr;
 	t->disk = pt_tier_alloc_disk(t);
 	if (IS_ERR(t->disk)) {
 		ret = PTR_ERR(t->disk);
@@ -608,10 +1277,11 @@ int pt_tier_create(struct pagetier_tier_create *req)
 	mutex_unlock(&pt_tiers_lock);
 
 	req->tier_id = id;
-	req->capacity_bytes = capacity;
+	req->capacity_bytes = t->nr_slots << PT_SLOT_SHIFT;
 	req->backing_bytes = bdev_nr_bytes(t->backing.bdev);
-	pr_info("%s: tier over %s, %llu MiB\n", t->disk->disk_name, t->backing_path,
-		capacity >> 20);
+	pr_info("%s: tier over %s, %llu MiB in %u segments of %u KiB\n", t->disk->disk_name,
+		t->backing_path, t->nr_slots >> (20 - PT_SLOT_SHIFT), t->nr_segs,
+		t->seg_blocks << (PT_SLOT_SHIFT - 10));
 	return 0;
 
 err_del_disk:
@@ -622,7 +1292,6 @@ err_idr:
 	idr_remove(&pt_tiers, id);
 err_unlock:
 	mutex_unlock(&pt_tiers_lock);
-	bioset_exit(&t->bs);
 err_close:
 	pt_backing_close(&t->backing);
 err_free:
@@ -651,13 +1320,24 @@ static void pt_tier_teardown(struct pt_tier *t)
 	idr_remove(&pt_tiers, t->id);
 	bd_unlink_disk_holder(t->backing.bdev, t->disk);
 	del_gendisk(t->disk);
+
+	/* No more I/O from above; stop the background work. */
+	spin_lock_irq(&t->lock);
+	t->dying = true;
+	pt_pf_cancel_all(t);
+	spin_unlock_irq(&t->lock);
+	wake_up_all(&t->space_wq);
+	wake_up_all(&t->pf_wq);
+	cancel_work_sync(&t->gc_work);
+	wait_var_event(&t->users, !atomic_read(&t->users));
 	/*
-	 * del_gendisk() waits for submitters only; clones may still be in flight on the
-	 * backing device, and their completion uses the tier.
+	 * del_gendisk() waits for submitters only: clones, prefetch and GC bios may still
+	 * be in flight, and their completion uses the tier.
 	 */
 	wait_var_event(&t->inflight, !atomic_read(&t->inflight));
+	flush_workqueue(t->wq);
+	cancel_delayed_work_sync(&t->tick_work);
 	put_disk(t->disk);
-	bioset_exit(&t->bs);
 	pt_backing_close(&t->backing);
 	pr_info("%s%u: removed\n", PAGETIER_DISK_NAME, t->id);
 	pt_tier_free(t);
@@ -711,6 +1391,28 @@ void pt_tier_destroy_all(void)
 	idr_destroy(&pt_tiers);
 }
 
+static void pt_cg_fill(const struct pt_cgroup *c, struct pagetier_cgroup_stat *o)
+{
+	o->cgroup_id = c->id;
+	o->pages_stored = c->pages_stored;
+	o->bytes_written = c->bytes_written;
+	o->bytes_read = c->bytes_read;
+	o->write_ios = c->write_ios;
+	o->read_ios = c->read_ios;
+	o->demand_reads = c->demand_reads;
+	o->demand_read_pages = c->demand_read_pages;
+	o->demand_read_ns = c->demand_read_ns;
+	o->staging_hits = c->staging_hits;
+	o->staging_misses = c->staging_misses;
+	o->staged_pages = c->staged_pages;
+	o->prefetch_bytes = c->prefetch_bytes;
+	o->gc_moves = c->gc_moves;
+	o->segments = c->nr_segs;
+	o->read_errors = c->read_errors;
+	BUILD_BUG_ON(sizeof(o->read_latency) != sizeof(c->lat_hist));
+	memcpy(o->read_latency, c->lat_hist, sizeof(o->read_latency));
+}
+
 /**
  * pt_tier_cgroup_stats() - snapshot the per-cgroup counters of a tier
  * @tier_id: the tier
@@ -726,7 +1428,6 @@ int pt_tier_cgroup_stats(u32 tier_id, struct pagetier_cgroup_stat **stats, u32 m
 			 u32 *count)
 {
 	struct pagetier_cgroup_stat *out = NULL;
-	struct pt_cgroup *c;
 	struct pt_tier *t;
 	u32 i, n = 0, total = 0;
 	int ret;
@@ -747,19 +1448,12 @@ int pt_tier_cgroup_stats(u32 tier_id, struct pagetier_cgroup_stat **stats, u32 m
 	}
 	spin_lock_irq(&t->lock);
 	for (i = PT_CG_UNATTRIBUTED; i < t->cg_used; i++) {
-		c = &t->cg[i];
-		if (!c->in_use)
+		if (!t->cg[i].in_use)
 			continue;
 		total++;
 		if (n == max)
 			continue;
-		out[n].cgroup_id = c->id;
-		out[n].pages_stored = c->pages_stored;
-		out[n].bytes_written = c->bytes_written;
-		out[n].bytes_read = c->bytes_read;
-		out[n].write_ios = c->write_ios;
-		out[n].read_ios = c->read_ios;
-		n++;
+		pt_cg_fill(&t->cg[i], &out[n++]);
 	}
 	spin_unlock_irq(&t->lock);
 	*stats = out;
@@ -767,5 +1461,59 @@ int pt_tier_cgroup_stats(u32 tier_id, struct pagetier_cgroup_stat **stats, u32 m
 	ret = n;
 out:
 	mutex_unlock(&pt_tiers_lock);
+	return ret;
+}
+
+/**
+ * pt_tier_prefetch() - start reading a cgroup's pages into the staging cache
+ * @req: the validated PAGETIER_IOC_PREFETCH request; planned_bytes and staged_bytes
+ *       are filled in
+ *
+ * Context: process context, may sleep (with PAGETIER_PREFETCH_WAIT, up to 60 s).
+ * Return: 0, -ENOENT for an unknown tier or a cgroup that never had pages on it,
+ * -EINTR if a signal ended the wait.
+ */
+int pt_tier_prefetch(struct pagetier_prefetch *req)
+{
+	u64 budget = req->budget_bytes ? DIV_ROUND_UP_ULL(req->budget_bytes, PT_SLOT_SIZE) :
+				       U64_MAX;
+	u64 planned = 0, staged = 0;
+	struct pt_tier *t;
+	int ret = 0;
+	u16 idx;
+
+	mutex_lock(&pt_tiers_lock);
+	t = idr_find(&pt_tiers, req->tier_id);
+	if (t)
+		atomic_inc(&t->users);
+	mutex_unlock(&pt_tiers_lock);
+	if (!t)
+		return -ENOENT;
+
+	spin_lock_irq(&t->lock);
+	idx = pt_cg_find(t, req->cgroup_id);
+	if (idx && t->cg[idx].in_use)
+		planned = pt_pf_plan(t, idx, budget,
+				     req->flags & PAGETIER_PREFETCH_NEWEST);
+	else
+		ret = -ENOENT;
+	spin_unlock_irq(&t->lock);
+	if (ret)
+		goto out;
+	queue_work(t->wq, &t->pf_work);
+	if ((req->flags & PAGETIER_PREFETCH_WAIT) &&
+	    wait_event_interruptible_timeout(t->pf_wq,
+					     pt_pf_settled(t) || READ_ONCE(t->dying),
+					     60 * HZ) < 0)
+		ret = -EINTR;
+	spin_lock_irq(&t->lock);
+	if (t->cg[idx].id == req->cgroup_id)
+		staged = t->cg[idx].staged_pages;
+	spin_unlock_irq(&t->lock);
+	req->planned_bytes = planned << PT_SLOT_SHIFT;
+	req->staged_bytes = staged << PT_SLOT_SHIFT;
+out:
+	if (atomic_dec_and_test(&t->users))
+		wake_up_var(&t->users);
 	return ret;
 }

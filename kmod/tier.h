@@ -1,13 +1,32 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * tier.h - the pagetier tier block device, shared by core.c and tier.c.
+ * tier.h - the pagetier tier block device, shared by core.c and the tier*.c files.
+ *
+ * A tier is a bio-based block device over an exclusively opened backing device. Its
+ * 4 KiB slots (what swap sees) are placed log-structured on the backing device's 4 KiB
+ * blocks: every memory cgroup appends to its own open segment, an in-memory map takes
+ * slots to blocks (l2p) and blocks back to slots (p2l), and a garbage collector compacts
+ * sparse segments. See kmod/README.md for the design; the locking rules are here.
+ *
+ * Locking: everything in struct pt_tier below @lock (maps, segments, cgroups, staging
+ * cache, prefetch queues, wait lists, counters) is protected by @lock, a spinlock taken
+ * with interrupts off because bio completions take it too. Nothing sleeps under it and
+ * nothing under it allocates memory.
  */
 #ifndef _PAGETIER_TIER_H
 #define _PAGETIER_TIER_H
 
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/hashtable.h>
+#include <linux/list.h>
 #include <linux/sizes.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
 
+#include "compat.h"
 #include "uapi/pagetier.h"
 
 /*
@@ -31,10 +50,419 @@
 /* mkswap wants at least ten pages; refuse anything that could not hold a swap area. */
 #define PT_MIN_CAPACITY		(64ULL << 10)
 
+/* Features the tier adds to PAGETIER_IOC_VERSION. */
+#define PT_TIER_FEATURES	(PAGETIER_FEAT_LOG | PAGETIER_FEAT_PREFETCH | \
+				 PAGETIER_FEAT_EVENTS | PAGETIER_FEAT_TIER_STATS)
+
+/* ---- the map ---- */
+
+/* "No block" in l2p[], "no slot" in p2l[], "no segment". */
+#define PT_NONE			U32_MAX
+/* p2l[] entries: the slot, and two flags. */
+#define PT_P2L_PENDING		BIT(31)	/* the block's write is in flight */
+#define PT_P2L_STAGED		BIT(30)	/* a copy is in the staging cache */
+#define PT_P2L_SLOT		(BIT(30) - 1)
+#define PT_MAX_SLOTS		PT_P2L_SLOT	/* 4 TiB of swap */
+#define PT_MAX_BLOCKS		(U32_MAX - 1)
+
+/* Segments hold 16 to 4096 blocks (64 KiB to 16 MiB); a device has at least 16. */
+#define PT_SEG_MIN_SHIFT	4
+#define PT_SEG_MAX_SHIFT	12
+#define PT_MIN_SEGMENTS		16
+/* Free segments only the garbage collector may take. */
+#define PT_GC_RESERVE		2
+
+/* Blocks per GC or prefetch bio: one page per bio_vec. */
+#define PT_BG_MAX_BLOCKS	BIO_MAX_VECS
+/* Staged pages one read piece takes at once. */
+#define PT_HIT_MAX		16
+
+enum pt_seg_state {
+	PT_SEG_FREE,		/* on the free list */
+	PT_SEG_OPEN,		/* a cgroup appends to it */
+	PT_SEG_SEALED,		/* full or closed; in a GC bucket unless bad */
+	PT_SEG_GC,		/* being collected */
+	PT_SEG_RETIRED,		/* bad and empty: never used again */
+};
+
+enum pt_seg_pf {
+	PT_PF_NONE,
+	PT_PF_PLANNED,		/* on pf_planned: prefetch reads it when there is room */
+	PT_PF_INFLIGHT,		/* prefetch reads in flight */
+};
+
+#define PT_SEG_F_BAD		BIT(0)	/* a write failed in it: retired once empty */
+#define PT_SEG_F_GCERR		BIT(1)	/* the collector could not move all of it */
+
+struct pt_seg {
+	struct list_head node;		/* free list, or a GC bucket while sealed */
+	struct list_head cg_node;	/* owner's segment list, allocation order */
+	struct list_head pf_node;	/* in pf_planned while planned */
+	struct bio_list waiters;	/* read pieces waiting for its prefetch */
+	unsigned long pf_time;		/* jiffies when planned */
+	u32 valid;			/* live blocks: written, or being written */
+	u32 wp;				/* blocks handed out (the write pointer) */
+	u32 inflight;			/* blocks being written (writes, GC copies) */
+	u32 readers;			/* reads of its blocks in flight */
+	u16 owner;			/* cgroup index, 0 = none */
+	u16 pf_reads;			/* prefetch reads in flight */
+	u8 state;			/* enum pt_seg_state */
+	u8 pf;				/* enum pt_seg_pf */
+	u8 flags;			/* PT_SEG_F_* */
+};
+
+/* cg[0] is never used, so that a segment owner of 0 means "none". */
+#define PT_CG_UNATTRIBUTED	1
+#define PT_CG_FIRST		2
+#define PT_CG_ENTRIES_MAX	(U16_MAX + 1)	/* owners are u16 */
+#define PT_CG_HASH_BITS		8
+
+#define PT_LAT_BUCKETS		PAGETIER_LAT_BUCKETS
+
+struct pt_cgroup {
+	struct hlist_node node;		/* in pt_tier.cg_hash while it has an id */
+	struct list_head segs;		/* its segments, oldest first */
+	struct list_head open_node;	/* in pt_tier.open_lru while it has an open segment */
+	u64 id;
+	u32 open_seg;			/* PT_NONE if none */
+	u32 nr_segs;
+	u64 pages_stored;
+	u64 bytes_written;
+	u64 bytes_read;
+	u64 write_ios;
+	u64 read_ios;
+	u64 demand_reads;
+	u64 demand_read_pages;
+	u64 demand_read_ns;
+	u64 staging_hits;
+	u64 staging_misses;
+	u64 staged_pages;
+	u64 prefetch_bytes;
+	u64 gc_moves;
+	u64 read_errors;
+	u64 lat_hist[PT_LAT_BUCKETS];
+	bool in_use;			/* has or had pages here: reported */
+};
+
+/* A page in the staging cache: the prefetched copy of block @pblk. */
+struct pt_stage {
+	struct hlist_node hnode;	/* stage_hash, by pblk */
+	struct list_head lru;		/* stage_lru (oldest first) or stage_free */
+	struct page *page;
+	unsigned long time;		/* jiffies when staged */
+	u32 pblk;
+};
+
+/* One bio of the collector: blocks [pblk, pblk + nr), victim blocks from @first on. */
+struct pt_gc_run {
+	u32 pblk;
+	u32 nr;
+	u32 first;
+	blk_status_t status;
+};
+
+/* A prefetch read being prepared: blocks [start, start + nr), those in @valid staged. */
+struct pt_pfchunk {
+	u32 start;
+	u32 nr;
+	DECLARE_BITMAP(valid, PT_BG_MAX_BLOCKS);
+};
+
+struct pt_stats {
+	/* tier_stat */
+	u64 bytes_written;
+	u64 bytes_read;
+	u64 write_ios;
+	u64 read_ios;
+	u64 discard_pages;
+	u64 cgroup_overflows;
+	u64 read_errors;
+	u64 write_errors;
+	/* read_stat */
+	u64 demand_reads;
+	u64 demand_read_pages;
+	u64 demand_read_ns;
+	u64 staging_hits;
+	u64 staging_misses;
+	u64 zero_pages;
+	u64 prefetch_bytes;
+	u64 prefetch_ios;
+	u64 prefetch_errors;
+	u64 prefetch_preempted;
+	u64 staging_evicted;
+	u64 staging_expired;
+	u64 staging_dropped;
+	u64 lat_hist[PT_LAT_BUCKETS];
+	/* seg_stat */
+	u64 gc_victims;
+	u64 gc_moves;
+	u64 gc_errors;
+	u64 nospace_errors;
+	/* io_stat: what the tier sent to the backing device */
+	u64 wb_bytes;
+	u64 wb_bios;
+	u64 demand_bytes;
+	u64 demand_bios;
+	u64 gc_read_bytes;
+	u64 gc_write_bytes;
+	u64 gc_bios;
+};
+
+struct pt_tier {
+	u32 id;
+	struct gendisk *disk;
+	struct pt_backing backing;
+	char backing_path[PAGETIER_PATH_MAX];
+	u64 nr_slots;			/* capacity offered to swap */
+
+	/* geometry, fixed at creation */
+	u32 seg_shift;			/* blocks per segment = 1 << seg_shift */
+	u32 seg_blocks;
+	u32 nr_segs;
+	u32 nr_blocks;			/* nr_segs << seg_shift */
+	u32 open_max;			/* open segments at most */
+	u32 gc_low;			/* collect below this many free segments ... */
+	u32 gc_high;			/* ... until this many */
+	u32 stage_max;			/* staging cache bound, pages */
+
+	struct bio_set top_bs;		/* one clone per read: its context */
+	struct bio_set io_bs;		/* clones sent to the backing device, read pieces */
+	struct bio_set bg_bs;		/* GC and prefetch bios, with their own pages */
+	atomic_t inflight;		/* bios of ours not completed yet */
+	atomic_t users;			/* ioctls working on the tier outside pt_tiers_lock */
+	bool claimed;			/* being destroyed; under disk->open_mutex */
+	bool dying;			/* background work must stop */
+
+	struct workqueue_struct *wq;	/* read continuations, prefetch */
+	struct workqueue_struct *gc_wq;
+	struct work_struct rd_work;
+	struct work_struct pf_work;
+	struct work_struct gc_work;
+	struct delayed_work tick_work;	/* staging and plan expiry */
+	wait_queue_head_t space_wq;	/* writers waiting for a free segment */
+	wait_queue_head_t gate_wq;	/* background I/O waiting for its turn */
+	wait_queue_head_t pf_wq;	/* PREFETCH callers with the WAIT flag */
+	struct page **gc_pages;		/* [seg_blocks], the collector's buffer */
+	unsigned long *gc_valid;	/* [seg_blocks] bits */
+	u32 *gc_slot;			/* [seg_blocks] */
+	struct pt_gc_run *gc_runs;	/* [seg_blocks] */
+
+	spinlock_t lock;		/* everything below */
+
+	u32 *l2p;			/* [nr_slots] slot -> block, PT_NONE */
+	u32 *p2l;			/* [nr_blocks] block -> slot | PT_P2L_*, PT_NONE */
+	struct pt_seg *segs;		/* [nr_segs] */
+	struct list_head *buckets;	/* [seg_blocks + 1] sealed segments by valid count */
+	struct list_head free_list;	/* free segments, FIFO */
+	struct list_head open_lru;	/* cgroups with an open segment, by last write */
+	u32 nr_free;
+	u32 nr_open;
+	u32 nr_bad;
+	u32 space_waiters;		/* writers waiting for a segment */
+	bool nospace;			/* the collector found nothing to free */
+	bool tick_armed;
+
+	struct pt_cgroup *cg;		/* [nr_cg] */
+	u32 nr_cg;
+	u32 cg_used;			/* cg[PT_CG_FIRST..cg_used) have been handed out */
+	u32 cg_empty;			/* handed-out entries with no pages: reusable */
+	DECLARE_HASHTABLE(cg_hash, PT_CG_HASH_BITS);
+	u64 pages_stored;
+
+	/* staging cache */
+	struct pt_stage *stage_pool;	/* [stage_max] */
+	struct hlist_head *stage_hash;
+	u32 stage_hash_bits;
+	struct list_head stage_lru;
+	struct list_head stage_free;
+	u32 nr_staged;
+	struct list_head page_pool;	/* staging pages kept for reuse, at most stage_max */
+	u32 pool_pages;
+
+	/* prefetch */
+	struct list_head pf_planned;
+	struct list_head pf_done;	/* landed prefetch bios, for pf_work */
+	u32 pf_inflight;		/* blocks being read by prefetch */
+	unsigned long pf_last;		/* jiffies of the last prefetch read */
+	bool pf_stalled;		/* planned work waits for the gate */
+	bool pf_full;			/* planned work waits for room in the cache */
+	struct pt_pfchunk *pf_chunks;	/* pf_work's scratch, one per 1 MiB of segment */
+
+	/* reads that wait or continue in rd_work */
+	struct bio_list rd_retry;	/* re-resolve */
+	struct bio_list wait_write;	/* pieces waiting for a write of their slot */
+	struct bio_list rd_failed;	/* READ pieces to read again block by block */
+	u32 wr_seq;			/* write completions, for wait_write */
+
+	/* background I/O admission */
+	u32 bg_inflight;		/* blocks of write-back, GC, read-ahead in flight */
+	u32 demand_inflight;		/* demand read pieces in flight */
+
+	struct pt_stats st;
+};
+
+/* Per-bio contexts (bio_set front_pad). */
+
+/* The clone of every read bio: when it completes, the read is over. */
+struct pt_top {
+	struct pt_tier *t;
+	struct bio *orig;
+	u64 start_ns;
+	u64 cgroup_id;			/* owner of the first slot */
+	u64 slot;
+	u32 pages;
+	u32 hits;			/* pages served from staging */
+	u16 cg;
+	bool empty;			/* the first slot held nothing */
+	struct bio bio;
+};
+
+enum pt_io_kind {
+	PT_IO_WRITE,			/* clone of a write, to the backing device */
+	PT_IO_FLUSH,			/* empty flush, passed through */
+	PT_IO_READ,			/* read piece, to the backing device */
+	PT_IO_WAIT,			/* read piece waiting (or a container of pieces) */
+	PT_IO_RETRY,			/* one block of a failed READ piece, read again */
+};
+
+struct pt_io {
+	struct pt_tier *t;
+	struct pt_top *top;		/* read pieces */
+	u32 pblk;
+	u32 nr;				/* blocks */
+	u32 seg;
+	u8 kind;			/* enum pt_io_kind */
+	bool retried;			/* READ: failed once, read again block by block */
+	struct bvec_iter iter;		/* READ: as submitted, for the retry */
+	struct bio bio;
+};
+
+enum pt_bg_kind { PT_BG_PREFETCH, PT_BG_GC_READ, PT_BG_GC_WRITE };
+
+struct pt_bgio {
+	struct pt_tier *t;
+	struct list_head node;
+	struct completion *done;	/* GC */
+	atomic_t *pending;		/* GC */
+	u32 pblk;
+	u32 nr;
+	u32 seg;			/* prefetch: the segment; GC: the index in gc_runs */
+	u8 kind;			/* enum pt_bg_kind */
+	bool gated;
+	blk_status_t status;
+	DECLARE_BITMAP(valid, PT_BG_MAX_BLOCKS);	/* prefetch: blocks to stage */
+	struct bio bio;
+};
+
+/* bio_set front pads come from mempools uninitialized: every context starts here. */
+static inline struct pt_io *pt_io_init(struct bio *bio, struct pt_tier *t, u8 kind)
+{
+	struct pt_io *io = container_of(bio, struct pt_io, bio);
+
+	memset(io, 0, offsetof(struct pt_io, bio));
+	io->t = t;
+	io->kind = kind;
+	return io;
+}
+
+static inline struct pt_bgio *pt_bgio_init(struct bio *bio, struct pt_tier *t, u8 kind)
+{
+	struct pt_bgio *io = container_of(bio, struct pt_bgio, bio);
+
+	memset(io, 0, offsetof(struct pt_bgio, bio));
+	io->t = t;
+	io->kind = kind;
+	return io;
+}
+
+/* ---- tier.c ---- */
 int pt_tier_create(struct pagetier_tier_create *req);
 int pt_tier_destroy(u32 tier_id);
 int pt_tier_cgroup_stats(u32 tier_id, struct pagetier_cgroup_stat **stats,
 			 u32 max, u32 *count);
 void pt_tier_destroy_all(void);
+int pt_tier_prefetch(struct pagetier_prefetch *req);
+
+bool pt_gate_try_locked(struct pt_tier *t, u32 blocks);
+void pt_gate_wait(struct pt_tier *t, u32 blocks);
+void pt_gate_put_locked(struct pt_tier *t, u32 blocks);
+void pt_gate_wake(struct pt_tier *t);
+void pt_read_resolve(struct pt_tier *t, struct bio *c, bool in_submit);
+void pt_inflight_put(struct pt_tier *t);
+
+/* ---- tier_map.c: all called with t->lock held unless noted ---- */
+struct pt_geometry {
+	u32 seg_shift;
+	u32 nr_segs;
+	u32 open_max;
+	u64 nr_slots;
+};
+
+int pt_geometry(u64 backing_bytes, u64 cap_bytes, u32 seg_kib, u32 headroom_pct,
+		u32 max_open, struct pt_geometry *g);
+int pt_map_alloc(struct pt_tier *t, u32 max_cgroups);
+void pt_map_free(struct pt_tier *t);
+
+u16 pt_cg_get(struct pt_tier *t, u64 id);
+u16 pt_cg_find(struct pt_tier *t, u64 id);
+
+static inline u32 pt_seg_of(const struct pt_tier *t, u32 pblk)
+{
+	return pblk >> t->seg_shift;
+}
+
+static inline bool pt_p2l_live(u32 v)
+{
+	return v != PT_NONE && !(v & PT_P2L_PENDING);
+}
+
+/* The cgroup index that owns @slot's page, 0 if the slot is empty. */
+static inline u16 pt_slot_owner(const struct pt_tier *t, u64 slot)
+{
+	u32 p = t->l2p[slot];
+
+	return p == PT_NONE ? 0 : t->segs[pt_seg_of(t, p)].owner;
+}
+
+int pt_map_reserve(struct pt_tier *t, u16 idx, u32 want, bool gc, u32 *pblk, u32 *got);
+void pt_map_assign(struct pt_tier *t, u64 slot, u32 pblk, u32 n);
+void pt_map_write_done(struct pt_tier *t, u32 pblk, u32 n, bool error);
+void pt_map_clear(struct pt_tier *t, u64 slot);
+void pt_seg_release(struct pt_tier *t, u32 seg);
+void pt_seg_mark_bad(struct pt_tier *t, u32 seg);
+void pt_seg_maybe_free(struct pt_tier *t, u32 seg);
+void pt_seg_set_valid(struct pt_tier *t, struct pt_seg *s, u32 valid);
+u32 pt_gc_pick(struct pt_tier *t, u32 max_valid, bool *transient);
+bool pt_gc_move(struct pt_tier *t, u32 from, u32 slot, u32 to);
+void pt_gc_done(struct pt_tier *t, u32 seg, bool complete);
+void pt_gc_kick(struct pt_tier *t);
+
+/* ---- tier_prefetch.c ---- */
+int pt_stage_alloc(struct pt_tier *t, u32 pages);
+void pt_stage_free_all(struct pt_tier *t);
+struct pt_stage *pt_stage_find(struct pt_tier *t, u32 pblk);
+struct page *pt_stage_take(struct pt_tier *t, u32 pblk);
+void pt_stage_drop(struct pt_tier *t, u32 pblk);
+void pt_stage_move(struct pt_tier *t, u32 from, u32 to);
+void pt_page_put_locked(struct pt_tier *t, struct page *page);
+void pt_pf_work(struct work_struct *work);
+void pt_tick_work(struct work_struct *work);
+void pt_pf_endio(struct bio *bio);
+void pt_pf_preempt(struct pt_tier *t, u32 seg);
+void pt_pf_cancel_all(struct pt_tier *t);
+u64 pt_pf_plan(struct pt_tier *t, u16 idx, u64 budget, bool newest);
+bool pt_pf_settled(struct pt_tier *t);
+void pt_tick_arm(struct pt_tier *t);
+
+/* ---- tier_gc.c ---- */
+void pt_gc_work(struct work_struct *work);
+
+/* Latency histogram bucket of @ns: [0] < 1 us, [i] < 2^i us, the last one the rest. */
+static inline unsigned int pt_lat_bucket(u64 ns)
+{
+	u64 us = div_u64(ns, NSEC_PER_USEC);
+
+	return us ? min_t(unsigned int, fls64(us), PT_LAT_BUCKETS - 1) : 0;
+}
 
 #endif /* _PAGETIER_TIER_H */

@@ -56,6 +56,9 @@ struct pagetier_tier_destroy {
 	__u32 tier_id;
 };
 
+/* Buckets of the demand read latency histograms (per cgroup and in sysfs). */
+#define PAGETIER_LAT_BUCKETS	20
+
 /* Counters of one memory cgroup on one tier. */
 struct pagetier_cgroup_stat {
 	__u64 cgroup_id;	/* cgroup v2 directory inode number; 0 = unattributed */
@@ -64,6 +67,19 @@ struct pagetier_cgroup_stat {
 	__u64 bytes_read;
 	__u64 write_ios;
 	__u64 read_ios;
+	/* Since PAGETIER_FEAT_TIER_STATS (an entry_size of 288 bytes gets them all): */
+	__u64 demand_reads;	/* read bios: swap-ins */
+	__u64 demand_read_pages;
+	__u64 demand_read_ns;	/* sum of their latencies */
+	__u64 staging_hits;	/* pages served from the staging cache */
+	__u64 staging_misses;	/* pages read from the backing device on demand */
+	__u64 staged_pages;	/* pages in the staging cache now */
+	__u64 prefetch_bytes;	/* read by PAGETIER_IOC_PREFETCH */
+	__u64 gc_moves;		/* pages the garbage collector moved */
+	__u64 segments;		/* segments holding its pages */
+	__u64 read_errors;	/* pages whose read failed */
+	/* demand reads by latency: [0] < 1 us, [i] < 2^i us, [19] >= 2^18 us */
+	__u64 read_latency[PAGETIER_LAT_BUCKETS];
 };
 
 /*
@@ -149,5 +165,80 @@ struct pagetier_scan {
 
 #define PAGETIER_IOC_SCAN \
 	_IOWR(PAGETIER_IOC_MAGIC, 0x20, struct pagetier_scan)
+
+/* ---- Tier: placement, prefetch, events: ioctl numbers 0x10-0x1f ---- */
+
+#define PAGETIER_FEAT_LOG		_BITULL(16)	/* per-cgroup log-structured placement */
+#define PAGETIER_FEAT_PREFETCH		_BITULL(17)	/* PAGETIER_IOC_PREFETCH */
+#define PAGETIER_FEAT_EVENTS		_BITULL(18)	/* event ring, PAGETIER_IOC_EVENTS */
+#define PAGETIER_FEAT_TIER_STATS	_BITULL(19)	/* the longer pagetier_cgroup_stat */
+
+/* flags of pagetier_prefetch */
+#define PAGETIER_PREFETCH_WAIT		_BITUL(0)	/* return once the reads are done */
+#define PAGETIER_PREFETCH_NEWEST	_BITUL(1)	/* newest segments first */
+
+/*
+ * PAGETIER_IOC_PREFETCH: read the pages that cgroup @cgroup_id has on tier @tier_id
+ * into the tier's staging cache, in large sequential reads, oldest segment first (newest
+ * first with PAGETIER_PREFETCH_NEWEST: what was written last, e.g. by the offload at
+ * idle, after older cold pages), up to @budget_bytes of pages (0: all of them).
+ * Demand reads of those pages are then served from the cache, and leave it. The cache
+ * is bounded (module parameter staging_mib): what does not fit is read as it drains.
+ * Without PAGETIER_PREFETCH_WAIT the reads happen in the background; with it the call
+ * returns when they are done, or when the cache is full (at most 60 s).
+ * -ENOENT: no such tier, or the cgroup never had pages on it.
+ */
+struct pagetier_prefetch {
+	__u32 size;
+	__u32 tier_id;			/* in */
+	__u64 cgroup_id;		/* in */
+	__u64 budget_bytes;		/* in: 0 = everything */
+	__u32 flags;			/* in: PAGETIER_PREFETCH_* */
+	__u32 reserved;			/* must be 0 */
+	__u64 planned_bytes;		/* out: pages it will read */
+	__u64 staged_bytes;		/* out: the cgroup's pages in the cache on return */
+};
+
+/*
+ * The event ring: read() on the /dev/pagetier fd returns whole records, poll() says
+ * when there are some. A descriptor receives events from its first read(), poll() or
+ * PAGETIER_IOC_EVENTS on (CAP_SYS_ADMIN), into a ring of its own (module parameter
+ * event_ring_records). When the ring is full, new records are dropped and counted; the
+ * next read() then starts with a PAGETIER_EVENT_LOST record.
+ */
+#define PAGETIER_EVENT_DEMAND_READ	1	/* a read bio on a tier completed */
+#define PAGETIER_EVENT_LOST		2	/* @slot records were dropped */
+
+#define PAGETIER_EVENT_F_STAGED		_BITUL(0)	/* every page came from staging */
+#define PAGETIER_EVENT_F_PART_STAGED	_BITUL(1)	/* some pages did */
+#define PAGETIER_EVENT_F_ERROR		_BITUL(2)	/* the read failed */
+#define PAGETIER_EVENT_F_EMPTY		_BITUL(3)	/* its first slot held nothing */
+
+struct pagetier_event {
+	__u16 type;			/* PAGETIER_EVENT_* */
+	__u16 flags;			/* PAGETIER_EVENT_F_* */
+	__u32 tier_id;
+	__u64 time_ns;			/* CLOCK_MONOTONIC, at completion */
+	__u64 cgroup_id;		/* owner of the first slot; 0 = unattributed */
+	__u64 slot;			/* first slot (4 KiB); LOST: records dropped */
+	__u64 latency_ns;		/* submission to completion */
+	__u32 pages;			/* 4 KiB slots read */
+	__u32 reserved;
+};
+
+/* PAGETIER_IOC_EVENTS: subscribe this descriptor (if not yet) and read its counters. */
+struct pagetier_events {
+	__u32 size;
+	__u32 flags;			/* in: must be 0 */
+	__u32 ring_records;		/* out: capacity of this descriptor's ring */
+	__u32 pending;			/* out: records waiting to be read */
+	__u64 dropped;			/* out: records lost to overflow, in total */
+	__u64 delivered;		/* out: records read, in total */
+};
+
+#define PAGETIER_IOC_PREFETCH \
+	_IOWR(PAGETIER_IOC_MAGIC, 0x10, struct pagetier_prefetch)
+#define PAGETIER_IOC_EVENTS \
+	_IOWR(PAGETIER_IOC_MAGIC, 0x11, struct pagetier_events)
 
 #endif /* _UAPI_LINUX_PAGETIER_H */

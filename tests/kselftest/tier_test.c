@@ -640,7 +640,10 @@ TEST_F(tier, geometry_and_sysfs)
 	ASSERT_EQ(0, ioctl(fd, BLKGETSIZE64, &size));
 	close(fd);
 	EXPECT_EQ(size, self->c.backing_bytes);
-	EXPECT_EQ(size & ~(PG - 1), self->c.capacity_bytes);
+	/* Log-structured: the capacity leaves room for the collector and open segments. */
+	EXPECT_GT(size * 95 / 100, self->c.capacity_bytes);
+	EXPECT_LT(size * 80 / 100, self->c.capacity_bytes);
+	EXPECT_EQ(0ULL, self->c.capacity_bytes & (PG - 1));
 
 	fd = open(self->dev, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
@@ -984,15 +987,20 @@ static int make_error_tier(FIXTURE_DATA(tier) *self, char *dev, size_t len)
 	return wait_node(dev);
 }
 
-/* A failed write reaches the writer and leaves nothing stored; a failed read too. */
+/*
+ * Writes go to the end of the log, so they reach the failing part of the device once
+ * the working 4 MiB (four 1 MiB segments) is full: that write fails, the error reaches
+ * the writer, its slots hold nothing, and the segment is retired. Then the second
+ * megabyte starts failing reads too (the table changes under the tier): reads of the
+ * pages there fail, and only those.
+ */
 TEST_F(tier, backing_errors)
 {
 	unsigned long long v[NSTAT];
 	struct pagetier_cgroup_stat st;
-	__u64 bad_slot = ERR_GOOD_SECTORS / 8 + 100;
 	__u64 self_id = self_cgroup_id();
-	char dev[64];
-	unsigned int k;
+	unsigned int chunk, ok_chunks = 0, bad_reads = 0, k;
+	char dev[64], cmd[PATH_MAX * 2];
 	char *buf;
 	int fd, ret;
 
@@ -1001,30 +1009,65 @@ TEST_F(tier, backing_errors)
 	if (ret == -ENOSYS)
 		SKIP(return, "needs dmsetup and dm-mod");
 	ASSERT_EQ(0, ret);
-	ASSERT_EQ(0, posix_memalign((void **)&buf, PG, 4 * PG));
-	for (k = 0; k < 4; k++)
-		fill_page(buf + k * PG, 7, k);
+	ASSERT_EQ(0, posix_memalign((void **)&buf, PG, 16 * PG));
 	fd = open(dev, O_RDWR | O_DIRECT | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ((ssize_t)(4 * PG), pwrite(fd, buf, 4 * PG, 0));
-	ret = pwrite(fd, buf, 4 * PG, bad_slot * PG);
-	EXPECT_EQ(-1, ret);
-	EXPECT_EQ(EIO, errno);
-	ret = pread(fd, buf, 4 * PG, bad_slot * PG);
-	EXPECT_EQ(-1, ret);
-	EXPECT_EQ(EIO, errno);
-	ASSERT_EQ((ssize_t)(4 * PG), pread(fd, buf, 4 * PG, 0));
-	for (k = 0; k < 4; k++)
-		EXPECT_EQ(-1, check_page(buf + k * PG, 7, k));
+	/* 16-page chunks at spread-out slots: 64 fill the working 4 MiB. */
+	for (chunk = 0; chunk < 128; chunk++) {
+		for (k = 0; k < 16; k++)
+			fill_page(buf + k * PG, 7, chunk * 48 + k);
+		ret = pwrite(fd, buf, 16 * PG, chunk * 48 * PG);
+		if (ret < 0) {
+			EXPECT_EQ(EIO, errno);
+			break;
+		}
+		ok_chunks++;
+	}
+	EXPECT_EQ(64U, ok_chunks);
+	/* The failed write stored nothing. */
+	ASSERT_EQ((ssize_t)(16 * PG), pread(fd, buf, 16 * PG, ok_chunks * 48 * PG));
+	for (k = 0; k < 16 * PG; k++)
+		ASSERT_EQ(0, buf[k]);
+	ASSERT_EQ(0, tier_stat(self->err_tier, v));
+	EXPECT_EQ(ok_chunks * 16ULL, v[ST_PAGES]);
+	EXPECT_LE(1ULL, v[ST_WERR]);
+	EXPECT_EQ(0ULL, v[ST_RERR]);
+	/* seg_stat column 5: bad segments. */
+	snprintf(cmd, sizeof(cmd), "/sys/block/%s/seg_stat", dev + 5);
+	ASSERT_EQ(0, read_file(cmd, cmd, sizeof(cmd)));
+	ASSERT_EQ(5, sscanf(cmd, "%llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4]));
+	EXPECT_EQ(1ULL, v[4]);
+
+	/* Now reads of the second megabyte fail. */
+	snprintf(cmd, sizeof(cmd),
+		 "dmsetup suspend %s && printf '0 2048 linear %s 0\\n2048 2048 error\\n"
+		 "4096 %llu linear %s 4096\\n%llu %llu error\\n' | dmsetup load %s && "
+		 "dmsetup resume %s",
+		 self->dm_name, backing_path(), ERR_GOOD_SECTORS - 4096, backing_path(),
+		 ERR_GOOD_SECTORS, ERR_BAD_SECTORS, self->dm_name, self->dm_name);
+	ASSERT_EQ(0, system(cmd));
+	for (chunk = 0; chunk < ok_chunks; chunk++) {
+		ret = pread(fd, buf, 16 * PG, chunk * 48 * PG);
+		if (ret < 0) {
+			EXPECT_EQ(EIO, errno);
+			/* Written second to fourth... of 16 chunks per segment: the 2nd MiB. */
+			EXPECT_TRUE(chunk >= 16 && chunk < 32) TH_LOG("chunk %u failed", chunk);
+			bad_reads++;
+			continue;
+		}
+		ASSERT_EQ((ssize_t)(16 * PG), ret);
+		for (k = 0; k < 16; k++)
+			EXPECT_EQ(-1, check_page(buf + k * PG, 7, chunk * 48 + k));
+	}
+	EXPECT_EQ(16U, bad_reads);
 	close(fd);
 
 	ASSERT_EQ(0, tier_stat(self->err_tier, v));
-	EXPECT_EQ(4ULL, v[ST_PAGES]);
-	EXPECT_LE(1ULL, v[ST_WERR]);
-	EXPECT_LE(1ULL, v[ST_RERR]);
+	EXPECT_EQ(ok_chunks * 16ULL, v[ST_PAGES]);
+	EXPECT_EQ(16ULL * 16, v[ST_RERR]);
 	ASSERT_EQ(0, cgroup_stat(self->ctl, self->err_tier, self_id, &st));
-	EXPECT_EQ(4ULL, st.pages_stored);
-	EXPECT_EQ(8 * PG, st.bytes_written);
+	EXPECT_EQ(ok_chunks * 16ULL, st.pages_stored);
+	EXPECT_EQ((ok_chunks + 1) * 16ULL * PG, st.bytes_written);
 	free(buf);
 }
 
