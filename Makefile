@@ -29,7 +29,7 @@ LIBPTD_SAN      := $(B)/obj-san/libptd.a
 USER_LIBS       := -linih -lpthread
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit vm-test demo lint install fuzz clean help
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit vm-test faults demo lint install fuzz clean help
 all: kmod bpf libpreload daemon tools kselftest
 
 help:
@@ -116,8 +116,13 @@ $(B)/fuzz/fuzz_preload_decode: tests/fuzz/fuzz_preload_decode.c daemon/preload_d
 	@clang $(filter-out -Wno-format-truncation,$(USER_CFLAGS)) -fsanitize=fuzzer,address,undefined \
 		-o $@ $< daemon/preload_decode.c daemon/log.c
 
+# The VM suite, then fault injection (QEMU blkdebug under the tier): both run, either fails it.
 vm-test: all
-	@tests/vm/run-suite.sh $(KERNELS)
+	@rc=0; tests/vm/run-suite.sh $(KERNELS) || rc=1; \
+	 tests/vm/faults/run.sh $(KERNELS) || rc=1; exit $$rc
+
+faults: all
+	@tests/vm/faults/run.sh $(KERNELS)
 
 test: deps
 	@$(MAKE) --no-print-directory unit
