@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "kmod_client.h"
 #include "log.h"
 
 #ifndef MADV_PAGEOUT
@@ -183,6 +184,19 @@ static void run_prefetch(struct pt_job *job)
 	struct pt_action *a = (struct pt_action *)job;
 	uint64_t t0 = pt_now_ms();
 
+	/*
+	 * The tier reads the cgroup's newest segments (the idle offload wrote the wake set
+	 * there, after the cold pages) in large background reads, behind demand reads; the
+	 * swap-ins of MADV_WILLNEED below then find most pages staged instead of each
+	 * waiting for its own small read.
+	 */
+	if (a->kmod_fd >= 0 && a->budget) {
+		int rc = pt_kmod_prefetch(a->kmod_fd, a->cgroup_id, a->budget, &a->tier_planned);
+
+		if (rc)
+			pt_warn("%s: tier prefetch: %s (MADV_WILLNEED alone)", a->name,
+				strerror(-rc));
+	}
 	for (int i = 0; i < a->n_set; i++) {
 		int64_t got = pt_proc_advise_paced(&a->set[i], MADV_WILLNEED, a->rate);
 
@@ -369,7 +383,18 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate)
 	return a;
 }
 
-struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate)
+/* Bytes the ranges span: an upper bound of what the wake set holds. */
+static uint64_t set_bytes(const struct pt_proc_ranges *set, int n)
+{
+	uint64_t bytes = 0;
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < set[i].n; j++)
+			bytes += set[i].r[j].len;
+	return bytes;
+}
+
+struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int kmod_fd)
 {
 	struct pt_action *a;
 
@@ -405,6 +430,11 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate)
 		ctx->wake_set = NULL;
 		ctx->n_wake_set = 0;
 	}
+	a->kmod_fd = kmod_fd;
+	a->budget = set_bytes(a->set, a->n_set);
+	/* Never more than the container has on the tiers (when known). */
+	if (ctx->tier_pages && a->budget > ctx->tier_pages * 4096)
+		a->budget = ctx->tier_pages * 4096;
 	return a;
 }
 
@@ -443,13 +473,15 @@ static void apply_offload(struct pt_context *ctx, struct pt_action *a)
 static void apply_prefetch(struct pt_context *ctx, struct pt_action *a)
 {
 	ctx->prefetch_requested = (uint64_t)a->bytes;
+	ctx->tier_prefetch_planned = a->tier_planned;
 	ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
 	pt_idle_wake_done(&ctx->idle);
 	if (ctx->hot_ok)
 		pt_hot_prefetched(&ctx->hot, (uint32_t)(PT_QUALITY_WINDOW_MS /
 				  (ctx->scan_interval_ms ? ctx->scan_interval_ms : 1000)));
-	pt_info("%s: wake: prefetched %llu MiB (MADV_WILLNEED, %llu ms), %llu ms after the wake was seen",
-		ctx->policy.name, (unsigned long long)(a->bytes >> 20), (unsigned long long)a->ms,
+	pt_info("%s: wake: prefetched %llu MiB (tier staged %llu MiB, MADV_WILLNEED, %llu ms), %llu ms after the wake was seen",
+		ctx->policy.name, (unsigned long long)(a->bytes >> 20),
+		(unsigned long long)(a->tier_planned >> 20), (unsigned long long)a->ms,
 		(unsigned long long)ctx->last_wake_ms);
 }
 

@@ -41,9 +41,10 @@ struct pt_action {
 	int rc;
 	uint64_t ms;
 	uint64_t resident_after;	/* settle */
+	uint64_t tier_planned;		/* prefetch: bytes the tiers stage ahead of WILLNEED */
 	/* scan: in */
 	enum pt_scanner_kind scanner;
-	int kmod_fd;
+	int kmod_fd;			/* scan, prefetch (tier prefetch), -1: none */
 	unsigned int chunk_shift;
 	/* scan: out */
 	struct pt_proc_scan *scans;
@@ -97,6 +98,7 @@ struct pt_context {
 	uint64_t anon_at_idle;		/* memory.stat anon when it went idle */
 	uint64_t offload_requested;	/* bytes advised MADV_PAGEOUT, last idle */
 	uint64_t prefetch_requested;	/* bytes advised MADV_WILLNEED, last wake */
+	uint64_t tier_prefetch_planned;	/* bytes the tiers staged for it, last wake */
 	uint64_t last_offload_ms;	/* how long the last offload call took */
 	uint64_t last_wake_ms;		/* wake detected -> prefetch done */
 	uint64_t reclaimed;		/* bytes dropped by memory.reclaim, last idle */
@@ -113,12 +115,15 @@ void pt_context_protect(struct pt_context *ctx);
  * Actions. Each returns a job to submit to the worker pool, or NULL when there is nothing
  * to do; the context is busy until pt_context_apply() gets the job back.
  *  - offload: page out the anonymous memory down to the floor, record the wake set;
- *  - prefetch: bring the wake set back (MADV_WILLNEED);
+ *  - prefetch: bring the wake set back: with @kmod_fd (a module that has
+ *    PAGETIER_FEAT_PREFETCH; -1 if not) the tiers first stage the context's newest pages,
+ *    as many bytes as the wake set spans, in large background reads, then MADV_WILLNEED
+ *    swaps the wake set in, from the staging cache where it can;
  *  - settle: after an offload, drop what MADV_PAGEOUT left behind (pages in the swap
  *    cache once written back, shared pages it skips) with memory.reclaim, to the floor.
  */
 struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate);
-struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate);
+struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int kmod_fd);
 struct pt_action *pt_context_settle(struct pt_context *ctx);
 /*
  * Hotness epoch: scan the processes' accessed bits with @scanner; on apply the model is

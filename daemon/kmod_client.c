@@ -129,3 +129,28 @@ int pt_kmod_cgroup_pages(int fd, uint64_t cgroup_id, uint64_t *pages)
 	}
 	return 0;
 }
+
+int pt_kmod_prefetch(int fd, uint64_t cgroup_id, uint64_t budget, uint64_t *planned)
+{
+	uint32_t ids[16];
+	int nt = pt_kmod_list_tiers(ids, 16), rc = 0;
+
+	*planned = 0;
+	if (nt < 0)
+		return nt;
+	for (int t = 0; t < nt; t++) {
+		struct pagetier_prefetch req = {
+			.size = sizeof(req),
+			.tier_id = ids[t],
+			.cgroup_id = cgroup_id,
+			.budget_bytes = budget,
+			.flags = PAGETIER_PREFETCH_NEWEST,
+		};
+
+		if (!ioctl(fd, PAGETIER_IOC_PREFETCH, &req))
+			*planned += req.planned_bytes;
+		else if (errno != ENOENT && !rc)
+			rc = -errno;
+	}
+	return rc;
+}

@@ -22,6 +22,13 @@ int pt_kmod_tier_destroy(int fd, uint32_t tier_id);
 int pt_kmod_cgroup_stats(int fd, uint32_t tier_id, struct pagetier_cgroup_stat **stats);
 /* Sums the pages of @cgroup_id over every tier found in /sys/block. */
 int pt_kmod_cgroup_pages(int fd, uint64_t cgroup_id, uint64_t *pages);
+/*
+ * Wake prefetch: asks every tier to stage @cgroup_id's newest pages, up to @budget bytes
+ * each (0: all), in the background (PAGETIER_IOC_PREFETCH, PAGETIER_PREFETCH_NEWEST). A
+ * tier that holds nothing of the cgroup is skipped. @planned gets the bytes the tiers will
+ * read. Returns 0, or the first error other than -ENOENT.
+ */
+int pt_kmod_prefetch(int fd, uint64_t cgroup_id, uint64_t budget, uint64_t *planned);
 /* Tier ids present in /sys/block (pagetierN); returns the count (at most @max). */
 int pt_kmod_list_tiers(uint32_t *ids, int max);
 

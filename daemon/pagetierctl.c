@@ -218,8 +218,9 @@ static int tier_stats(int argc, char **argv)
 			continue;
 		}
 		if (!json)
-			printf("pagetier%u:\n  %-20s %10s %12s %12s  %s\n", ids[t], "CGROUP-ID",
-			       "PAGES", "WRITTEN", "READ", "CGROUP");
+			printf("pagetier%u:\n  %-20s %10s %10s %10s %6s %10s %10s %10s  %s\n",
+			       ids[t], "CGROUP-ID", "PAGES", "WRITTEN", "READ", "SEGS",
+			       "PREFETCH", "STAGE-HIT", "MISS", "CGROUP");
 		for (int i = 0; i < n; i++) {
 			struct id_lookup l = { .id = st[i].cgroup_id };
 
@@ -232,20 +233,39 @@ static int tier_stats(int argc, char **argv)
 				printf("%s{\"tier\":%u,\"cgroup_id\":%llu,\"cgroup\":", t || i ? "," : "",
 				       ids[t], (unsigned long long)st[i].cgroup_id);
 				pt_json_string(stdout, l.path);
-				printf(",\"pages_stored\":%llu,\"bytes_written\":%llu,\"bytes_read\":%llu,\"write_ios\":%llu,\"read_ios\":%llu}",
+				printf(",\"pages_stored\":%llu,\"bytes_written\":%llu,\"bytes_read\":%llu,\"write_ios\":%llu,\"read_ios\":%llu",
 				       (unsigned long long)st[i].pages_stored,
 				       (unsigned long long)st[i].bytes_written,
 				       (unsigned long long)st[i].bytes_read,
 				       (unsigned long long)st[i].write_ios,
 				       (unsigned long long)st[i].read_ios);
+				printf(",\"demand_reads\":%llu,\"demand_read_pages\":%llu,\"demand_read_ns\":%llu,\"staging_hits\":%llu,\"staging_misses\":%llu,\"staged_pages\":%llu,\"prefetch_bytes\":%llu,\"gc_moves\":%llu,\"segments\":%llu,\"read_errors\":%llu,\"read_latency\":[",
+				       (unsigned long long)st[i].demand_reads,
+				       (unsigned long long)st[i].demand_read_pages,
+				       (unsigned long long)st[i].demand_read_ns,
+				       (unsigned long long)st[i].staging_hits,
+				       (unsigned long long)st[i].staging_misses,
+				       (unsigned long long)st[i].staged_pages,
+				       (unsigned long long)st[i].prefetch_bytes,
+				       (unsigned long long)st[i].gc_moves,
+				       (unsigned long long)st[i].segments,
+				       (unsigned long long)st[i].read_errors);
+				for (int b = 0; b < PAGETIER_LAT_BUCKETS; b++)
+					printf("%s%llu", b ? "," : "",
+					       (unsigned long long)st[i].read_latency[b]);
+				printf("]}");
 			} else {
-				char w[16], r[16];
+				char w[16], r[16], pf[16];
 
 				pt_fmt_bytes(w, sizeof(w), st[i].bytes_written);
 				pt_fmt_bytes(r, sizeof(r), st[i].bytes_read);
-				printf("  %-20llu %10llu %12s %12s  %s\n",
+				pt_fmt_bytes(pf, sizeof(pf), st[i].prefetch_bytes);
+				printf("  %-20llu %10llu %10s %10s %6llu %10s %10llu %10llu  %s\n",
 				       (unsigned long long)st[i].cgroup_id,
-				       (unsigned long long)st[i].pages_stored, w, r, l.path);
+				       (unsigned long long)st[i].pages_stored, w, r,
+				       (unsigned long long)st[i].segments, pf,
+				       (unsigned long long)st[i].staging_hits,
+				       (unsigned long long)st[i].staging_misses, l.path);
 			}
 		}
 		free(st);

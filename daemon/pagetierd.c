@@ -42,6 +42,7 @@ struct pt_daemon {
 	size_t n_ctxs;
 	size_t cap_ctxs;
 	int kmod_fd;
+	int prefetch_fd;			/* kmod_fd if it has PAGETIER_FEAT_PREFETCH, else -1 */
 	int epfd, tfd, sfd, lfd;
 	struct pt_workers workers;
 	struct pt_bpf *bpf;			/* NULL: BPF unavailable */
@@ -156,7 +157,7 @@ static void action_done(struct pt_job *job, void *arg)
 	if (ctx && ctx->wake_pending) {
 		/* It woke while the action ran: prefetch now. */
 		ctx->wake_pending = false;
-		submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate));
+		submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate, d->prefetch_fd));
 	}
 }
 
@@ -178,7 +179,7 @@ static void wake_by(struct pt_daemon *d, struct pt_context *ctx, const char *sou
 	ctx->offload_pending = false;
 	pt_info("%s: wake detected by %s", ctx->policy.name, source);
 	snprintf(ctx->wake_source, sizeof(ctx->wake_source), "%s", source);
-	submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate));
+	submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate, d->prefetch_fd));
 }
 
 /*
@@ -395,7 +396,7 @@ static void tick(struct pt_daemon *d)
 			ctx->offload_pending = false;
 			pt_info("%s: wake detected by CPU usage", ctx->policy.name);
 			snprintf(ctx->wake_source, sizeof(ctx->wake_source), "cpu usage");
-			submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate));
+			submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate, d->prefetch_fd));
 		} else if (ctx->idle.state == PT_STATE_IDLE) {
 			submit(d, pt_context_settle(ctx));
 		} else if (ctx->idle.state == PT_STATE_ACTIVE &&
@@ -461,7 +462,7 @@ static void ctl_reply(struct pt_daemon *d, int cfd, char *req)
 				}
 				fprintf(out, "%s: prefetch of %llu ranges started\n", ctx->relpath,
 					(unsigned long long)ctx->n_wake_set);
-				submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate));
+				submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate, d->prefetch_fd));
 			}
 			if (!hits)
 				fprintf(out, "error: no running container named '%s' (see: pagetierctl containers)\n",
@@ -559,8 +560,12 @@ static void report_backend(struct pt_daemon *d)
 		uint32_t ids[16];
 		int nt = pt_kmod_list_tiers(ids, 16);
 
-		pt_info("backend: pagetier.ko (ABI %d), %d tier device(s)", PAGETIER_ABI_VERSION,
-			nt < 0 ? 0 : nt);
+		if (pt_kmod_features(d->kmod_fd) & PAGETIER_FEAT_PREFETCH)
+			d->prefetch_fd = d->kmod_fd;
+		pt_info("backend: pagetier.ko (ABI %d), %d tier device(s), wake prefetch %s",
+			PAGETIER_ABI_VERSION, nt < 0 ? 0 : nt,
+			d->prefetch_fd >= 0 ? "staged by the tier, then MADV_WILLNEED" :
+					      "MADV_WILLNEED");
 	} else {
 		pt_info("backend: plain swap (%s: %s); per-container tier counters unavailable",
 			PT_CTL_DEV, strerror(-d->kmod_fd));
@@ -681,7 +686,8 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct pt_daemon d = { .config_dir = "/etc/pagetier", .kmod_fd = -1, .lfd = -1 };
+	struct pt_daemon d = { .config_dir = "/etc/pagetier", .kmod_fd = -1, .prefetch_fd = -1,
+			      .lfd = -1 };
 	const char *level_arg = NULL;
 	bool check_only = false, lock = true;
 	char err[PT_ERRBUF_MAX];

@@ -91,7 +91,8 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			",\"swapped_bytes\":%" PRIu64 ",\"tier_bytes\":%" PRIu64
 			",\"anon_at_idle_bytes\":%" PRIu64 ",\"offloads\":%" PRIu64
 			",\"offload_requested_bytes\":%" PRIu64 ",\"wakes\":%" PRIu64
-			",\"prefetch_requested_bytes\":%" PRIu64 ",\"last_wake_ms\":%" PRIu64
+			",\"prefetch_requested_bytes\":%" PRIu64 ",\"tier_prefetch_bytes\":%" PRIu64
+			",\"last_wake_ms\":%" PRIu64
 			",\"reclaimed_bytes\":%" PRIu64 ",\"preload_records\":%" PRIu64
 			",\"bpf_events\":{\"fault\":%" PRIu64 ",\"swapin\":%" PRIu64
 			",\"wakeup\":%" PRIu64 ",\"net\":%" PRIu64 "},\"scans\":%" PRIu64
@@ -101,7 +102,8 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			c->cgroup_id, pt_class_name(c->policy.class), pt_state_name(c->idle.state),
 			c->sample.memory_current, c->sample.anon, c->sample.swap_current,
 			c->tier_pages * (uint64_t)4096, c->anon_at_idle, c->n_offloads,
-			c->offload_requested, c->n_wakes, c->prefetch_requested, c->last_wake_ms,
+			c->offload_requested, c->n_wakes, c->prefetch_requested,
+			c->tier_prefetch_planned, c->last_wake_ms,
 			c->reclaimed, c->preload_records, c->bpf_events[1], c->bpf_events[2],
 			c->bpf_events[3], c->bpf_events[4], c->scans, c->hot.refaults,
 			c->cold_offloaded_bytes, c->hot.n_wake_set, c->hot_ok ? c->hot.precision : -1.0,

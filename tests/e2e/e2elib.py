@@ -97,6 +97,20 @@ def tier_bytes_by_cgroup():
 
 
 
+def tier_cgroup_stats():
+    """pagetierctl tier stats --json, summed over tiers: {cgroup_id: {counter: value}}."""
+    r = ctl("--json", "tier", "stats")
+    if r.returncode != 0:
+        return {}
+    out = {}
+    for e in json.loads(r.stdout):
+        acc = out.setdefault(e["cgroup_id"], {})
+        for k, v in e.items():
+            if isinstance(v, int) and k not in ("tier", "cgroup_id"):
+                acc[k] = acc.get(k, 0) + v
+    return out
+
+
 def setup_cgroups(parent, names):
     """cgroup v2 memory and cpu controllers for @parent and its children @names."""
     for d in (CG, os.path.join(CG, parent)):

@@ -18,7 +18,8 @@ import tempfile
 import time
 
 import e2elib
-from e2elib import BIN, CG, MIB, Tap, ctl, run, status_json, tier_bytes_by_cgroup, wait_for
+from e2elib import (BIN, CG, MIB, Tap, ctl, run, status_json, tier_bytes_by_cgroup,
+                    tier_cgroup_stats, wait_for)
 
 PARENT = "pt-e2e"
 OPTED_IN = ["alpha", "beta"]
@@ -244,6 +245,16 @@ def main():
             tap.ok(bool(woke) and st.get(n, {}).get("prefetch_requested_bytes", 0) > 0,
                    f"{n}: pagetierd saw the wake and prefetched (MADV_WILLNEED)",
                    json.dumps(st.get(n)))
+        # The wake went through the tier's prefetch: it staged the container's newest
+        # segments and the swap-ins found pages there.
+        ts = tier_cgroup_stats()
+        for n in OPTED_IN:
+            c = ts.get(ids[n], {})
+            tap.ok(st.get(n, {}).get("tier_prefetch_bytes", 0) > 0 and
+                   c.get("prefetch_bytes", 0) > 0 and c.get("staging_hits", 0) > 0,
+                   f"{n}: wake staged by the tier (PAGETIER_IOC_PREFETCH {c.get('prefetch_bytes', 0) // MIB} MiB "
+                   f"read, {c.get('staging_hits', 0)} staging hits, {c.get('staging_misses', 0)} misses)",
+                   json.dumps(c))
         back = {n: cg_key(n, "memory.stat", "anon") for n in loads}
         for n in OPTED_IN:
             tap.ok(back[n] >= 0.9 * before[n],
