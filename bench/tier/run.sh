@@ -1,0 +1,79 @@
+#!/bin/bash
+# The restore benchmark (bench/tier/README.md): boots the VM twice, the benchmark NVMe
+# namespace unthrottled and throttled to a cloud-disk profile, runs guest.sh in each,
+# and prints a table of median restore times.
+#
+#   bench/tier/run.sh [KERNEL_VERSION]        (default: the last of build/kernels.txt)
+# Environment: RUNS (3), MIB (256), THROTTLE (iops-total=3000,bps-total=125000000),
+# FRAG (3: also (b) and (c) with the container offloaded interleaved with 3 others;
+# 0 = not).
+set -u
+. "$(dirname "$0")/../../tests/vm/lib.sh"
+kv=${1:-$(tail -1 "$PT_TOP/build/kernels.txt")}
+runs=${RUNS:-3}
+mib=${MIB:-256}
+throttle=${THROTTLE:-iops-total=3000,bps-total=125000000}
+bin=$PT_TOP/build/bench-tier/tier_bench
+
+mkdir -p "$(dirname "$bin")"
+gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -I"$PT_TOP/kmod/uapi" -o "$bin" \
+	"$PT_TOP/bench/tier/tier_bench.c" || pt_die "cannot build tier_bench"
+
+for profile in unthrottled throttled; do
+	out=$PT_TOP/build/vm/bench-tier-$profile
+	imgdir=$out.img
+	mkdir -p "$imgdir"
+	rm -f "$imgdir/bench.img"
+	truncate -s 4G "$imgdir/bench.img"
+	opts=
+	[ $profile = throttled ] && opts=$(echo ",$throttle" | sed 's/,\([a-z]\)/,throttling.\1/g')
+	echo "==== $profile: -drive ...$opts"
+	PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-2400} pt_vm_run "$kv" "$out" \
+		"FRAG=${FRAG:-3} bench/tier/guest.sh $profile $runs $bin $mib" \
+		"-drive file=$imgdir/bench.img,if=none,id=nvb,format=raw,cache=none,aio=threads$opts -device nvme,serial=pagetier-bench,drive=nvb" >/dev/null
+	rm -f "$imgdir/bench.img"
+	[ "$(cat "$out/guest.rc" 2>/dev/null)" = 0 ] || pt_die "$profile run failed: $out/console.log"
+	grep '^RESULT' "$out/results.txt"
+done
+
+python3 - "$PT_TOP/build/vm/bench-tier-unthrottled/results.txt" \
+	"$PT_TOP/build/vm/bench-tier-throttled/results.txt" "$kv" "$mib" <<'PY'
+import statistics, sys
+def load(path):
+    r = {}
+    for line in open(path):
+        if line.startswith('RESULT'):
+            kv = dict(x.split('=', 1) for x in line.split()[1:])
+            r.setdefault(kv['mode'], []).append(kv)
+    return r
+res = {p: load(f) for p, f in (('unthrottled', sys.argv[1]), ('throttled', sys.argv[2]))}
+mib = int(sys.argv[4])
+print(f"\nRestore of {mib} MiB after offload, Linux {sys.argv[3]}, QEMU TCG; median of "
+      f"{len(res['unthrottled']['fault'])} runs")
+print("| profile | raw seq read | (a) demand faults, swap | (b) MADV_WILLNEED, swap | "
+      "(c) tier PREFETCH + WILLNEED | (c) vs seq bw | (c) vs (a) |")
+print("|---|---|---|---|---|---|---|")
+for p, r in res.items():
+    med = lambda m: statistics.median(float(x['secs']) for x in r[m])
+    reads = lambda m: int(statistics.median(int(x['dev_reads']) for x in r[m]))
+    raw = float(r['rawseq'][0]['mbps'])
+    cells = []
+    for m in ('fault', 'willneed', 'prefetch'):
+        s = med(m)
+        cells.append(f"{s:.2f} s, {mib * 1.048576 / s:.0f} MB/s, {reads(m)} reads")
+    c = mib * 1.048576 / med('prefetch')
+    print(f"| {p} | {raw:.0f} MB/s | " + " | ".join(cells) +
+          f" | {100 * c / raw:.0f}% | {med('fault') / med('prefetch'):.1f}x |")
+if all('prefetch-frag' in r for r in res.values()):
+    print(f"\nThe same container offloaded interleaved with 3 others (runs of 4 pages); "
+          f"median of {len(res['unthrottled']['prefetch-frag'])} runs")
+    print("| profile | (b) MADV_WILLNEED, swap | (c) tier PREFETCH + WILLNEED | (c) vs (b) |")
+    print("|---|---|---|---|")
+    for p, r in res.items():
+        med = lambda m: statistics.median(float(x['secs']) for x in r[m])
+        reads = lambda m: int(statistics.median(int(x['dev_reads']) for x in r[m]))
+        cells = [f"{med(m):.2f} s, {mib * 1.048576 / med(m):.0f} MB/s, {reads(m)} reads"
+                 for m in ('willneed-frag', 'prefetch-frag')]
+        print(f"| {p} | " + " | ".join(cells) +
+              f" | {med('willneed-frag') / med('prefetch-frag'):.1f}x |")
+PY
