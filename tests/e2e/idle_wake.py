@@ -263,7 +263,7 @@ def main():
                f"{LEFT_OUT} still never swapped")
 
         if args.demo:
-            print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s)
+            print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s, ts, ids)
     finally:
         for l in loads.values():
             l["proc"].terminate()
@@ -291,7 +291,7 @@ def main():
     sys.exit(1 if tap.failed else 0)
 
 
-def print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s):
+def print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s, ts, ids):
     w = sys.stdout.write
     w("\n================ pagetier demo report ================\n")
     w("Three containers (cgroups) each filled 256 MiB with a known pattern, worked, then\n"
@@ -311,6 +311,13 @@ def print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s
       "pagetierd finished the prefetch " +
       ", ".join(f"{n} {st.get(n, {}).get('last_wake_ms')} ms" for n in OPTED_IN) +
       " after it saw the wake.\n")
+    w("tier prefetch at wake (PAGETIER_IOC_PREFETCH, newest segments first, then MADV_WILLNEED):\n")
+    for n in OPTED_IN:
+        c = ts.get(ids[n], {})
+        hits, miss = c.get("staging_hits", 0), c.get("staging_misses", 0)
+        w(f"  {n}: {c.get('prefetch_bytes', 0) // MIB} MiB read ahead in large reads; swap-ins "
+          f"served from the staging cache {hits}, from the device {miss} "
+          f"({100.0 * hits / max(1, hits + miss):.0f}% staged)\n")
     w("gamma did not opt in: never offloaded (memory.swap.current stayed 0); its wake time is\n"
       "the baseline for touching 256 MiB that never left RAM, in this emulated VM.\n\n")
     w("pagetierctl status, while idle:\n" + status_table)
