@@ -29,7 +29,7 @@ LIBPTD_SAN      := $(B)/obj-san/libptd.a
 USER_LIBS       := -linih -lpthread
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit vm-test faults demo lint install fuzz clean help
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit host-test vm-test faults demo lint install fuzz clean help
 all: kmod bpf libpreload daemon tools kselftest
 
 help:
@@ -124,8 +124,14 @@ vm-test: all
 faults: all
 	@tests/vm/faults/run.sh $(KERNELS)
 
+# Host checks that need root and the running kernel: the BPF programs load, attach and
+# filter by cgroup on the host's kernel too.
+host-test: bpf
+	@tests/preload/bpf_host.sh $(CURDIR)/$(B)
+
 test: deps
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory host-test
 	@$(MAKE) --no-print-directory vm-test
 
 demo: deps

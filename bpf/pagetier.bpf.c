@@ -15,7 +15,8 @@
  *
  * Programs exist in two flavours so that the loader can pick what the running kernel has:
  * tp_btf/fentry (BTF, cheapest) and raw_tp/kprobe (no BTF trampolines needed). Swap-in has one
- * program per kernel function name: swap_readpage (6.1) and swap_read_folio (6.12).
+ * program per kernel function name: swap_readpage (6.1) and swap_read_folio (6.12), and the
+ * mm_lru_insertion tracepoint for kernels with neither trampolines nor kprobes.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -257,6 +258,47 @@ SEC("kprobe/swap_readpage")
 int BPF_KPROBE(pt_swapin_page_kp, struct page *page)
 {
 	return on_swapin(BPF_CORE_READ(page, private));
+}
+
+/*
+ * Where the kernel has no BPF trampolines (fentry) and no kprobes, as some distribution
+ * and cloud kernels: the LRU insertion tracepoint. A swapped-in folio enters the LRU
+ * once, in the swap cache, clean and not under write-back; the per-CPU LRU batch is
+ * drained by the task that fills it, the faulting task, so the current task attributes
+ * it as with the probes above (and the daemon's own MADV_WILLNEED stays out). The
+ * folio's memcg is not used: on a cgroup v1 host it is not in the cgroup2 hierarchy the
+ * filter keys on. A swap-cache folio that a reclaim attempt by the container's own task
+ * puts back can pass too: rare, and only ever a wake signal for a container that runs.
+ */
+static __always_inline bool folio_flag(struct folio *folio, unsigned int bit)
+{
+	unsigned long flags = 0;
+
+	/* folio->flags is an unsigned long, or (6.17+) a struct holding one. */
+	bpf_core_read(&flags, sizeof(flags), &folio->flags);
+	return flags & (1UL << bit);
+}
+
+static __always_inline int on_lru_insertion(struct folio *folio)
+{
+	if (!folio_flag(folio, bpf_core_enum_value(enum pageflags, PG_swapbacked)) ||
+	    !folio_flag(folio, bpf_core_enum_value(enum pageflags, PG_swapcache)) ||
+	    folio_flag(folio, bpf_core_enum_value(enum pageflags, PG_dirty)) ||
+	    folio_flag(folio, bpf_core_enum_value(enum pageflags, PG_writeback)))
+		return 0;
+	return on_swapin(folio_swap_entry(folio));
+}
+
+SEC("tp_btf/mm_lru_insertion")
+int BPF_PROG(pt_swapin_lru_btf, struct folio *folio)
+{
+	return on_lru_insertion(folio);
+}
+
+SEC("raw_tp/mm_lru_insertion")
+int BPF_PROG(pt_swapin_lru_raw, struct folio *folio)
+{
+	return on_lru_insertion(folio);
 }
 
 /* --- wakeups ---------------------------------------------------------------------------- */

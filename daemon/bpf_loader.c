@@ -24,7 +24,7 @@ struct cand {
 	const char *target;	/* tracepoint or kernel function */
 };
 
-#define MAX_CANDS 4
+#define MAX_CANDS 6
 
 struct signal {
 	const char *name;
@@ -40,7 +40,9 @@ static const struct signal signals[] = {
 		{ "pt_swapin_folio", K_FENTRY, "swap_read_folio" },	/* 6.12 */
 		{ "pt_swapin_page", K_FENTRY, "swap_readpage" },	/* 6.1 */
 		{ "pt_swapin_folio_kp", K_KPROBE, "swap_read_folio" },
-		{ "pt_swapin_page_kp", K_KPROBE, "swap_readpage" } }, 4 },
+		{ "pt_swapin_page_kp", K_KPROBE, "swap_readpage" },
+		{ "pt_swapin_lru_btf", K_TP_BTF, "mm_lru_insertion" },	/* no fentry, no kprobes */
+		{ "pt_swapin_lru_raw", K_RAW_TP, "mm_lru_insertion" } }, 6 },
 	{ "wakeup", {
 		{ "pt_wakeup_btf", K_TP_BTF, "sched_wakeup" },
 		{ "pt_wakeup_raw", K_RAW_TP, "sched_wakeup" } }, 2 },

@@ -2,8 +2,9 @@
 /*
  * Loads the BPF programs through daemon/bpf_loader.c on the running kernel and checks the
  * in-kernel cgroup filter: three cgroup2 groups a, b, c each run a busy process (page faults,
- * sleeps, UDP packets to itself); only a and b are opted in, so events must arrive from a and
- * b and none from c. Needs root. Prints what was attached and a "N passed, N failed" line.
+ * sleeps, UDP packets to itself, and swap-ins when a swap device is active); only a and b are
+ * opted in, so events must arrive from a and b and none from c. Needs root. Prints what was
+ * attached and a "N passed, N failed" line. tests/preload/bpf_host.sh runs it on the host.
  *
  *   bpf_smoke [cgroup2-root]     (default: /sys/fs/cgroup/unified if mounted, else /sys/fs/cgroup)
  *
@@ -17,6 +18,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +59,42 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* The busy process of one group: faults on fresh pages, short sleeps, packets to itself. */
-static void busy(const char *dir)
+/* Whether a swap device is active: then the busy processes also swap in. */
+static bool swap_active(void)
+{
+	char line[256];
+	int n = 0;
+	FILE *f = fopen("/proc/swaps", "re");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		n++;
+	fclose(f);
+	return n > 1;
+}
+
+#define SWAP_BYTES (2 << 20)
+
+/*
+ * Pages @p out and back in: two MADV_PAGEOUT passes (the first writes the pages to swap,
+ * the second, once that write is done, drops them from the swap cache), then a touch of
+ * every page, each a swap-in from the device.
+ */
+static void swap_cycle(char *p)
+{
+	madvise(p, SWAP_BYTES, MADV_PAGEOUT);
+	usleep(20000);
+	madvise(p, SWAP_BYTES, MADV_PAGEOUT);
+	for (size_t i = 0; i < SWAP_BYTES; i += 4096)
+		p[i]++;
+}
+
+/*
+ * The busy process of one group: faults on fresh pages, short sleeps, packets to itself,
+ * and with @swap, a swap-out and swap-in of 2 MiB every 20 rounds.
+ */
+static void busy(const char *dir, bool swap)
 {
 	struct sockaddr_in addr = { .sin_family = AF_INET };
 	socklen_t alen = sizeof(addr);
@@ -77,7 +113,13 @@ static void busy(const char *dir)
 	if (rx < 0 || tx < 0 || bind(rx, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
 	    getsockname(rx, (struct sockaddr *)&addr, &alen) < 0)
 		_exit(3);
-	for (;;) {
+	char *sw = mmap(NULL, SWAP_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			-1, 0);
+
+	if (sw == MAP_FAILED)
+		_exit(5);
+	memset(sw, 1, SWAP_BYTES);
+	for (unsigned int round = 0;; round++) {
 		char *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			       -1, 0);
 
@@ -89,6 +131,8 @@ static void busy(const char *dir)
 		sendto(tx, "x", 1, 0, (struct sockaddr *)&addr, sizeof(addr));
 		fd = (int)recv(rx, buf, sizeof(buf), MSG_DONTWAIT);
 		(void)fd;
+		if (swap && round % 20 == 0)
+			swap_cycle(sw);
 		usleep(2000);
 	}
 }
@@ -122,6 +166,7 @@ int main(int argc, char **argv)
 	struct pt_bpf *b;
 	struct stat st;
 	uint64_t end;
+	bool swap = swap_active();
 	int err;
 
 	pt_log_set_level(getenv("PT_DEBUG") ? PT_LOG_DEBUG : PT_LOG_WARN);
@@ -159,7 +204,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NGROUPS; i++) {
 		pids[i] = fork();
 		if (pids[i] == 0)
-			busy(dir[i]);
+			busy(dir[i], swap);
 	}
 	end = now_ms() + RUN_MS;
 	while (now_ms() < end) {
@@ -188,9 +233,9 @@ int main(int argc, char **argv)
 		for (int t = 1; t < PT_BPF_EV_MAX; t++) {
 			const char *want = strstr(report, type_name(t));
 
-			/* swap-ins need swap and memory pressure: not exercised here. */
-			if (t == PT_BPF_EV_SWAPIN || !want || strncmp(want + strlen(type_name(t)),
-								       "=none", 5) == 0)
+			/* Swap-ins need an active swap device (tests/preload/bpf_host.sh makes one). */
+			if ((t == PT_BPF_EV_SWAPIN && !swap) || !want ||
+			    strncmp(want + strlen(type_name(t)), "=none", 5) == 0)
 				continue;
 			snprintf(what, sizeof(what), "%s events from opted-in %s", type_name(t),
 				 names[i]);
@@ -215,13 +260,14 @@ int main(int argc, char **argv)
 	memset(counts, 0, sizeof(counts));
 	pids[0] = fork();
 	if (pids[0] == 0)
-		busy(dir[0]);
+		busy(dir[0], swap);
 	usleep(500 * 1000);
 	kill(pids[0], SIGKILL);
 	waitpid(pids[0], NULL, 0);
 	pt_bpf_poll(b, on_event, NULL);
-	check(counts[0][PT_BPF_EV_FAULT] + counts[0][PT_BPF_EV_WAKEUP] +
-	      counts[0][PT_BPF_EV_NET] == 0, "no events from a after pt_bpf_del_cgroup");
+	check(counts[0][PT_BPF_EV_FAULT] + counts[0][PT_BPF_EV_SWAPIN] +
+	      counts[0][PT_BPF_EV_WAKEUP] + counts[0][PT_BPF_EV_NET] == 0,
+	      "no events from a after pt_bpf_del_cgroup");
 
 out_close:
 	pt_bpf_close(b);
