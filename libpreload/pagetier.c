@@ -65,6 +65,7 @@
 #define SAMPLE_SHIFT 10
 /* Frees: the blocks whose address has these bits clear (1 in 2^SAMPLE_SHIFT, 16-aligned). */
 #define FREE_SAMPLE_MASK ((uintptr_t)((1U << SAMPLE_SHIFT) - 1) << 4)
+#define FREE_SAMPLE_BITS 20	/* the mask's SAMPLE_SHIFT bits are drawn from bits 4..23 */
 #define BIG_THRESHOLD (64 * 1024)	/* the daemon's hotness chunk */
 #define TICK_NS (10 * 1000 * 1000ULL)
 #define HEARTBEAT_NS (1000 * 1000 * 1000ULL)
@@ -142,6 +143,7 @@ static size_t boot_size(const void *p)
  */
 static atomic_bool g_chunk_headers;
 static _Atomic uintptr_t g_free_mask;	/* see free() */
+static _Atomic uintptr_t g_sample_mask = FREE_SAMPLE_MASK;	/* see free_sampled() */
 
 static bool next_is_glibc(void)
 {
@@ -187,7 +189,8 @@ static void resolve(void)
 	RESOLVE(mremap, NULL);
 	if (next_is_glibc()) {
 		atomic_store_explicit(&g_chunk_headers, true, memory_order_relaxed);
-		atomic_store_explicit(&g_free_mask, FREE_SAMPLE_MASK, memory_order_release);
+		atomic_store_explicit(&g_free_mask, atomic_load(&g_sample_mask),
+				      memory_order_release);
 	}
 	atomic_store(&resolve_state, 2);
 }
@@ -616,6 +619,8 @@ static void check_requests(void)
 		serve_requests(r, seen, req);
 }
 
+static void rotate_free_sample(uint64_t seed);
+
 static void tick(void)
 {
 	uint64_t now = coarse_ns(), last = atomic_load(&g_last_tick_ns);
@@ -628,6 +633,7 @@ static void tick(void)
 	if (now - last < TICK_NS || !atomic_compare_exchange_strong(&g_last_tick_ns, &last, now))
 		return;
 	/* This thread won the tick. */
+	rotate_free_sample(now ^ ((uint64_t)ts.rand << 32) ^ (uintptr_t)&ts);
 	state = atomic_load(&g_state);
 	r = atomic_load_explicit(&g_ring, memory_order_acquire);
 	if (r) {
@@ -654,8 +660,8 @@ static void tick(void)
  * the only place a thread counts its calls and looks at the clock. Signed, so that a new
  * thread's 0 (and anything a signal handler's race leaves) reads as "expired".
  *
- * Frees are not counted: they are sampled by address (FREE_SAMPLE_MASK), which costs free's
- * fast path no memory write, and picks the same 1 in 2^SAMPLE_SHIFT share of blocks.
+ * Frees are not counted: they are sampled by address (free_sampled()), which costs free's
+ * fast path no memory write.
  */
 #define COUNTDOWN_MAX (3 << (SAMPLE_SHIFT - 1))
 
@@ -719,16 +725,39 @@ static __attribute__((noinline)) void note_big_alloc(void *p, size_t size, uint1
 }
 
 /*
- * Whether the free of @p is in the sample. Under glibc, by its address bits, as free's fast
- * path tests them: glibc lays chunks out contiguously, with no preference for any alignment
- * above 16 bytes. Other allocators (jemalloc) hand out the first block of page-aligned slabs
- * first and most often, so there the address is hashed.
+ * Whether the free of @p is in the sample: the address has the bits of g_sample_mask clear,
+ * 1 in 2^SAMPLE_SHIFT addresses. Allocators reuse a hot address over and over (glibc's
+ * tcache, jemalloc's lowest-first slabs): with a fixed mask, such an address would be either
+ * never or always sampled, and "always" floods the ring and puts that program's hottest free
+ * on the slow path. So the mask is redrawn at every tick (rotate_free_sample()): a different
+ * SAMPLE_SHIFT of the address bits 4..23 each time.
  */
 static bool free_sampled(const void *p)
 {
+	return ((uintptr_t)p & atomic_load_explicit(&g_sample_mask, memory_order_relaxed)) == 0;
+}
+
+static void rotate_free_sample(uint64_t seed)
+{
+	uintptr_t mask = 0;
+	unsigned int n = 0;
+
+	seed |= 1;	/* xorshift never leaves 0 */
+	while (n < SAMPLE_SHIFT) {
+		uintptr_t bit;
+
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		bit = (uintptr_t)1 << (4 + (seed >> 32) % FREE_SAMPLE_BITS);
+		if (!(mask & bit)) {
+			mask |= bit;
+			n++;
+		}
+	}
+	atomic_store_explicit(&g_sample_mask, mask, memory_order_relaxed);
 	if (atomic_load_explicit(&g_chunk_headers, memory_order_relaxed))
-		return ((uintptr_t)p & FREE_SAMPLE_MASK) == 0;
-	return ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - SAMPLE_SHIFT) == 0;
+		atomic_store_explicit(&g_free_mask, mask, memory_order_relaxed);
 }
 
 /* Before the real free (afterwards the block's size is gone): big ones, and sampled ones. */
