@@ -175,6 +175,7 @@ const char *pt_preload_reject_name(enum pt_preload_reject why)
 		[PT_PRELOAD_REJ_FLAGS] = "flags",
 		[PT_PRELOAD_REJ_RANGE] = "range",
 		[PT_PRELOAD_REJ_STALLED] = "stalled",
+		[PT_PRELOAD_REJ_FOREIGN] = "foreign",
 	};
 
 	return (unsigned int)why < PT_PRELOAD_REJ_NR ? names[why] : "?";
@@ -237,12 +238,16 @@ int pt_preload_consume(struct pt_preload_consumer *c, const void *ring, uint64_t
 			c->rejected[why]++;
 			continue;
 		}
-		c->accepted++;
 		if (fn) {
 			ret = fn(&ev, arg);
 			if (ret < 0)
 				return ret;
+			if (ret > 0 && ret <= PT_PRELOAD_REJ_NR) {
+				c->rejected[ret - 1]++;
+				continue;
+			}
 		}
+		c->accepted++;
 	}
 	return consumed;
 }

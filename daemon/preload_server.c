@@ -22,9 +22,11 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "preload_maps.h"
 
 #define HELLO_TIMEOUT_NS (5 * 1000000000ULL)
 #define MAX_FDS_IN_HELLO 4
+#define MAX_PENDING_PER_PID 4	/* a process registers once; a few for exec races */
 
 struct peer {
 	int sock;
@@ -37,6 +39,7 @@ struct peer {
 	struct pt_preload_ctl *ctl;	/* its control page, read-write */
 	uint64_t ring_bytes;
 	struct pt_preload_consumer cons;
+	struct pt_preload_maps maps;	/* what it has mapped: records may name only that */
 	uint32_t trim_seq, idle_seq;
 	uint64_t req_seq;
 };
@@ -50,11 +53,17 @@ struct pt_preload_server {
 	void *optin_arg;
 	struct peer **peers;
 	unsigned int npeers;
+	unsigned int npending;		/* peers not registered yet */
+	uint64_t ring_bytes;		/* mapped for all peers */
+	bool listen_paused;		/* out of fds: not polling the listening socket */
 	struct pt_preload_server_stats st;	/* rejected/records of peers already gone */
 	/* While draining: the callback of the current call. */
 	pt_preload_record_fn fn;
 	void *fn_arg;
 	struct peer *cur;
+	uint64_t now;
+	uint64_t maps_window_ns;	/* maps reads of all peers: this second's budget */
+	unsigned int maps_reads;
 	int delivered;
 };
 
@@ -70,6 +79,8 @@ void pt_preload_server_default_opts(struct pt_preload_server_opts *opts)
 {
 	memset(opts, 0, sizeof(*opts));
 	opts->max_peers = 4096;
+	opts->max_pending = 64;
+	opts->max_ring_bytes = 256ULL << 20;
 	pt_preload_default_limits(&opts->limits);
 	opts->proc_root = "/proc";
 }
@@ -128,6 +139,10 @@ int pt_preload_server_open(struct pt_preload_server **out, const char *path,
 		s->opts.proc_root = "/proc";
 	if (!s->opts.max_peers)
 		s->opts.max_peers = 4096;
+	if (!s->opts.max_pending)
+		s->opts.max_pending = 64;
+	if (!s->opts.max_ring_bytes)
+		s->opts.max_ring_bytes = 256ULL << 20;
 	s->optin = optin;
 	s->optin_arg = optin_arg;
 	snprintf(s->path, sizeof(s->path), "%s", path);
@@ -205,8 +220,13 @@ static void peer_free(struct pt_preload_server *s, struct peer *p)
 		if (s->opts.on_peer)
 			s->opts.on_peer(p->pid, p->cgroup, false, s->opts.peer_arg);
 	}
-	if (p->ring)
+	if (!p->registered)
+		s->npending--;
+	if (p->ring) {
 		munmap((void *)p->ring, p->ring_bytes);
+		s->ring_bytes -= p->ring_bytes;
+	}
+	pt_preload_maps_free(&p->maps);
 	if (p->ctl)
 		munmap(p->ctl, 4096);
 	if (p->sock >= 0) {
@@ -259,7 +279,7 @@ static int read_cgroup(const char *proc_root, pid_t pid, char **out)
 }
 
 /* Maps a peer's memfd after checking it is one and cannot change size under us. */
-static int map_ring(struct peer *p, int mfd, uint64_t ring_bytes, const struct pt_preload_limits *lim)
+static int map_ring(struct pt_preload_server *s, struct peer *p, int mfd, uint64_t ring_bytes)
 {
 	struct pt_preload_hdr hdr;
 	uint32_t nslots;
@@ -274,11 +294,18 @@ static int map_ring(struct peer *p, int mfd, uint64_t ring_bytes, const struct p
 	seals = fcntl(mfd, F_GET_SEALS);
 	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
 		return -EPERM;	/* not a memfd, or one that could shrink and SIGBUS us */
+	/*
+	 * A bound on what all peers together make us map: pagetierd runs mlockall(MCL_FUTURE),
+	 * so every ring it maps is populated, locked and charged to the daemon.
+	 */
+	if (s->ring_bytes + ring_bytes > s->opts.max_ring_bytes)
+		return -ENOSPC;
 	m = mmap(NULL, ring_bytes, PROT_READ, MAP_SHARED, mfd, 0);
 	if (m == MAP_FAILED)
 		return -errno;
 	p->ring = m;
 	p->ring_bytes = ring_bytes;
+	s->ring_bytes += ring_bytes;
 	memcpy(&hdr, m, sizeof(hdr));
 	err = pt_preload_check_header(&hdr, ring_bytes, &nslots);
 	if (err)
@@ -287,7 +314,7 @@ static int map_ring(struct peer *p, int mfd, uint64_t ring_bytes, const struct p
 	if (m == MAP_FAILED)
 		return -errno;
 	p->ctl = m;
-	pt_preload_consumer_init(&p->cons, nslots, 0, lim);
+	pt_preload_consumer_init(&p->cons, nslots, 0, &s->opts.limits);
 	__atomic_store_n(&p->ctl->tail, 0, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -295,6 +322,24 @@ static int map_ring(struct peer *p, int mfd, uint64_t ring_bytes, const struct p
 static void reply(struct peer *p, char c)
 {
 	(void)send(p->sock, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/*
+ * One ring per process: the library registers again only after it lost its connection (or
+ * exec'd, which closes it), so an older ring of the same pid is a leftover or a peer trying
+ * to make us map more. The newest wins; the older one is drained once more and freed.
+ */
+static void drop_older_rings(struct pt_preload_server *s, struct peer *p)
+{
+	for (unsigned int i = 0; i < s->npeers; i++) {
+		struct peer *o = s->peers[i];
+
+		if (o == p || !o->registered || o->gone || o->pid != p->pid)
+			continue;
+		o->gone = true;
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, o->sock, NULL);
+		s->st.replaced++;
+	}
 }
 
 /* Reads the registration message of @p. 0 registered, -EAGAIN not yet, <0 drop the peer. */
@@ -313,6 +358,7 @@ static int peer_hello(struct pt_preload_server *s, struct peer *p)
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	struct pollfd pfd;
+	char extra;
 	ssize_t n;
 
 	n = recvmsg(p->sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
@@ -332,6 +378,13 @@ static int peer_hello(struct pt_preload_server *s, struct peer *p)
 		goto bad;
 	err = pt_preload_check_hello(&hello, (size_t)n, &ring_bytes);
 	if (err)
+		goto bad;
+	/*
+	 * The library sends nothing after its hello until we answer: anything already behind
+	 * it is an oversized registration (a stream socket keeps no message boundaries).
+	 */
+	err = -EMSGSIZE;
+	if (recv(p->sock, &extra, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
 		goto bad;
 	if (getsockopt(p->sock, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.pid <= 0) {
 		err = -ESRCH;	/* e.g. a peer in a pid namespace we cannot see into */
@@ -357,11 +410,13 @@ static int peer_hello(struct pt_preload_server *s, struct peer *p)
 		pt_debug("preload: pid %d (cgroup %s) is not opted in", (int)p->pid, p->cgroup);
 		return -EPERM;
 	}
-	err = map_ring(p, fds[0], ring_bytes, &s->opts.limits);
+	err = map_ring(s, p, fds[0], ring_bytes);
 	if (err)
 		goto bad;
 	close(fds[0]);
 	p->registered = true;
+	s->npending--;
+	drop_older_rings(s, p);
 	s->st.accepted_peers++;
 	reply(p, PT_PRELOAD_ACCEPT);
 	pt_debug("preload: pid %d (cgroup %s) registered a ring of %llu bytes", (int)p->pid,
@@ -398,6 +453,45 @@ static bool peer_service(struct pt_preload_server *s, struct peer *p)
 	return true;
 }
 
+/*
+ * Out of fds, the listening socket stays readable: stop polling it (level-triggered, it would
+ * spin the event loop) until the next pt_preload_server_accept() call.
+ */
+static void pause_listening(struct pt_preload_server *s, bool pause)
+{
+	struct epoll_event ev = { .events = pause ? 0 : EPOLLIN, .data.ptr = NULL };
+
+	if (s->listen_paused == pause)
+		return;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->lsock, &ev) == 0)
+		s->listen_paused = pause;
+}
+
+/*
+ * How many connections the process behind @fd has waiting for their hello. Its pid is the
+ * kernel's (SO_PEERCRED at connect time); an unknown one counts as too many.
+ */
+static pid_t peer_pid(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ? 0 : cred.pid;
+}
+
+static unsigned int pending_of(const struct pt_preload_server *s, int fd)
+{
+	pid_t pid = peer_pid(fd);
+	unsigned int n = 0;
+
+	if (pid <= 0)
+		return MAX_PENDING_PER_PID;
+	for (unsigned int i = 0; i < s->npeers; i++)
+		if (!s->peers[i]->registered && s->peers[i]->pid == pid)
+			n++;
+	return n;
+}
+
 static void accept_new(struct pt_preload_server *s)
 {
 	for (;;) {
@@ -405,10 +499,19 @@ static void accept_new(struct pt_preload_server *s)
 		struct peer *p;
 		int fd = accept4(s->lsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				if (!s->listen_paused)
+					pt_warn("preload: cannot accept: %s", strerror(errno));
+				pause_listening(s, true);
+			}
 			return;
-		if (s->npeers >= s->opts.max_peers) {
-			pt_warn("preload: %u peers registered, refusing more", s->npeers);
+		}
+		/* Connections that never say hello must not crowd out those that do. */
+		if (s->npeers >= s->opts.max_peers || s->npending >= s->opts.max_pending ||
+		    pending_of(s, fd) >= MAX_PENDING_PER_PID) {
+			s->st.refused++;
 			close(fd);
 			continue;
 		}
@@ -419,6 +522,7 @@ static void accept_new(struct pt_preload_server *s)
 		}
 		p->sock = fd;
 		p->connected_ns = now_ns();
+		p->pid = peer_pid(fd);	/* for pending_of(); read again, and checked, at hello */
 		ev.data.ptr = p;
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 			close(fd);
@@ -426,6 +530,7 @@ static void accept_new(struct pt_preload_server *s)
 			continue;
 		}
 		s->peers[s->npeers++] = p;
+		s->npending++;
 	}
 }
 
@@ -452,6 +557,7 @@ int pt_preload_server_accept(struct pt_preload_server *s)
 	uint64_t now;
 	int n;
 
+	pause_listening(s, false);
 	do {
 		n = epoll_wait(s->epfd, evs, 64, 0);
 		for (int i = 0; i < n; i++) {
@@ -479,10 +585,44 @@ int pt_preload_server_accept(struct pt_preload_server *s)
 	return n;
 }
 
+/* The range a record says the peer has mapped, if it names one. */
+static bool named_range(const struct pt_preload_event *ev, uint64_t *addr, uint64_t *len)
+{
+	switch (ev->type) {
+	case PT_PRELOAD_REC_ALLOC:
+	case PT_PRELOAD_REC_MMAP:
+		*addr = ev->addr;
+		*len = ev->len;
+		return true;
+	case PT_PRELOAD_REC_MREMAP:
+		*addr = ev->addr2;
+		*len = ev->len2;
+		return true;
+	default:
+		return false;	/* frees and unmaps name memory that is already gone */
+	}
+}
+
 static int deliver(const struct pt_preload_event *ev, void *arg)
 {
 	struct pt_preload_server *s = arg;
+	struct peer *p = s->cur;
+	uint64_t addr, len;
 
+	if (named_range(ev, &addr, &len)) {
+		uint64_t reads = p->maps.reloads;
+		bool ok;
+
+		if (s->now - s->maps_window_ns >= 1000000000ULL) {
+			s->maps_window_ns = s->now;
+			s->maps_reads = 0;
+		}
+		ok = pt_preload_maps_check(&p->maps, s->opts.proc_root, p->pid, addr, len, s->now,
+					   s->maps_reads < PT_PRELOAD_MAPS_READS_PER_SEC);
+		s->maps_reads += (unsigned int)(p->maps.reloads - reads);
+		if (!ok)
+			return 1 + PT_PRELOAD_REJ_FOREIGN;
+	}
 	s->delivered++;
 	if (s->fn)
 		s->fn(s->cur->pid, s->cur->cgroup, ev, s->fn_arg);
@@ -496,6 +636,7 @@ int pt_preload_server_drain(struct pt_preload_server *s, pt_preload_record_fn fn
 
 	pt_preload_server_accept(s);
 	now = now_ns();
+	s->now = now;
 	s->fn = fn;
 	s->fn_arg = arg;
 	s->delivered = 0;

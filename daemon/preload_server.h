@@ -44,6 +44,7 @@ enum pt_preload_reject {
 	PT_PRELOAD_REJ_FLAGS,		/* unknown flags, or flags the type does not take */
 	PT_PRELOAD_REJ_RANGE,		/* zero, unaligned, wrapping or non-user range */
 	PT_PRELOAD_REJ_STALLED,		/* claimed but never published: skipped */
+	PT_PRELOAD_REJ_FOREIGN,		/* names memory the peer does not have mapped */
 	PT_PRELOAD_REJ_NR
 };
 
@@ -65,6 +66,10 @@ struct pt_preload_consumer {
 	uint64_t throttled;		/* drains cut short by max_per_sec */
 };
 
+/*
+ * Gets each valid record: returns 0 (taken), 1 + an enum pt_preload_reject (the caller's own
+ * check refused it: counted as that reject), or a negative errno (stop).
+ */
 typedef int (*pt_preload_event_fn)(const struct pt_preload_event *ev, void *arg);
 
 void pt_preload_default_limits(struct pt_preload_limits *lim);
@@ -108,7 +113,10 @@ struct pt_preload_server;
 /* Whether the peer's cgroup (its cgroup v2 path, "/a/b") is opted in. */
 typedef bool (*pt_preload_optin_fn)(pid_t pid, const char *cgroup, void *arg);
 
-/* A validated record of one peer. */
+/*
+ * A validated record of one peer. Records that name memory (alloc, mmap, the new range of an
+ * mremap) have been checked against the peer's own /proc/PID/maps.
+ */
 typedef void (*pt_preload_record_fn)(pid_t pid, const char *cgroup,
 				     const struct pt_preload_event *ev, void *arg);
 
@@ -117,6 +125,8 @@ typedef void (*pt_preload_peer_fn)(pid_t pid, const char *cgroup, bool up, void 
 
 struct pt_preload_server_opts {
 	unsigned int max_peers;		/* connections held at once (default 4096) */
+	unsigned int max_pending;	/* of those, not registered yet (default 64) */
+	uint64_t max_ring_bytes;	/* all peers' rings mapped at once (default 256 MiB) */
 	struct pt_preload_limits limits;
 	const char *proc_root;		/* "/proc" unless testing */
 	pt_preload_peer_fn on_peer;	/* optional */
@@ -160,6 +170,8 @@ int pt_preload_server_arm_wake(struct pt_preload_server *s, pid_t pid);
 struct pt_preload_server_stats {
 	unsigned int peers;
 	uint64_t accepted_peers, rejected_peers, bad_hellos;
+	uint64_t refused;		/* connections closed at once: too many, out of fds */
+	uint64_t replaced;		/* rings dropped for a newer one of the same pid */
 	uint64_t records, rejected[PT_PRELOAD_REJ_NR], throttled;
 	uint64_t producer_dropped;	/* summed from the peers' headers: untrusted, advisory */
 	uint64_t doorbells;

@@ -22,7 +22,7 @@ cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -o "$B/preload
 	bench/preload/malloc_bench.c
 cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Idaemon -Ikmod/uapi \
 	-o "$B/preload/pt_testd" tests/preload/testd.c daemon/preload_server.c \
-	daemon/preload_decode.c daemon/log.c
+	daemon/preload_decode.c daemon/preload_maps.c daemon/log.c
 "$B/preload/pt_testd" --sock "$TMP/d.sock" --report "$TMP/report" 2>/dev/null &
 TESTD_PID=$!
 sleep 0.3

@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The real preload server (daemon/preload_server.c) against hostile peers: garbage on the
+ * socket, truncated and oversized registrations, impossible ring sizes, ring fds that are not
+ * a sealed memfd or are too small, records out of bounds, a flood beyond the rate limit,
+ * connection floods, and a peer naming another process's memory and pid. The server must
+ * survive, count what it refused, and deliver (and so act on) nothing but records about the
+ * peer's own memory, attributed to the pid the kernel gives (SO_PEERCRED).
+ *
+ * The test process is the server and, through its own connections, most of the peers; the
+ * process whose memory is claimed, and a second registered peer, are forked children.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload_maps.h"
+#include "preload_server.h"
+
+#define NSLOTS 64
+#define RING_BYTES PT_PRELOAD_RING_BYTES(NSLOTS)
+#define KERNEL_ADDR 0xffff888000000000ULL
+
+struct got {
+	pid_t pid;
+	struct pt_preload_event ev;
+};
+
+static struct {
+	char dir[64], path[128];
+	struct pt_preload_server *s;
+	struct got got[4096];
+	unsigned int ngot;
+	unsigned int peers_up;
+} T;
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static bool optin_all(pid_t pid, const char *cgroup, void *arg)
+{
+	(void)pid;
+	(void)cgroup;
+	(void)arg;
+	return true;
+}
+
+static void on_peer(pid_t pid, const char *cgroup, bool up, void *arg)
+{
+	(void)pid;
+	(void)cgroup;
+	(void)arg;
+	if (up)
+		T.peers_up++;
+}
+
+static void on_record(pid_t pid, const char *cgroup, const struct pt_preload_event *ev,
+		      void *arg)
+{
+	(void)cgroup;
+	(void)arg;
+	if (T.ngot < sizeof(T.got) / sizeof(T.got[0]))
+		T.got[T.ngot++] = (struct got){ pid, *ev };
+}
+
+/* Runs the server's event handling for @ms milliseconds, as pagetierd's loop would. */
+static void pump(unsigned int ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	do {
+		struct pollfd pfd = { pt_preload_server_fd(T.s), POLLIN, 0 };
+
+		poll(&pfd, 1, 5);
+		pt_preload_server_accept(T.s);
+		pt_preload_server_drain(T.s, on_record, NULL);
+	} while (now_ms() < end);
+}
+
+static struct pt_preload_server_stats stats(void)
+{
+	struct pt_preload_server_stats st;
+
+	pt_preload_server_stats(T.s, &st);
+	return st;
+}
+
+static int setup(void **state)
+{
+	struct pt_preload_server_opts opts;
+
+	(void)state;
+	memset(&T, 0, sizeof(T));
+	snprintf(T.dir, sizeof(T.dir), "/tmp/pagetier-hostile-XXXXXX");
+	assert_non_null(mkdtemp(T.dir));
+	snprintf(T.path, sizeof(T.path), "%s/preload.sock", T.dir);
+	pt_preload_server_default_opts(&opts);
+	opts.on_peer = on_peer;
+	opts.limits.max_per_sec = 2000;		/* the flood test's budget */
+	opts.max_pending = 16;
+	assert_int_equal(pt_preload_server_open(&T.s, T.path, &opts, optin_all, NULL), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	pt_preload_server_close(T.s);
+	rmdir(T.dir);
+	return 0;
+}
+
+static int connect_sock(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	strcpy(sa.sun_path, T.path);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* A ring as the library makes it: sealed memfd, header filled. */
+struct ring {
+	int fd;
+	void *mem;
+	struct pt_preload_hdr *hdr;
+	struct pt_preload_ctl *ctl;
+	struct pt_preload_rec *slots;
+};
+
+static struct ring ring_new(uint64_t bytes, bool seal)
+{
+	struct ring r;
+
+	r.fd = memfd_create("hostile-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(r.fd >= 0);
+	assert_int_equal(ftruncate(r.fd, (off_t)bytes), 0);
+	r.mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r.fd, 0);
+	assert_true(r.mem != MAP_FAILED);
+	r.hdr = r.mem;
+	r.ctl = NULL;
+	r.slots = NULL;
+	if (bytes >= RING_BYTES) {
+		r.ctl = (void *)((char *)r.mem + PT_PRELOAD_CTL_OFF);
+		r.slots = (void *)((char *)r.mem + PT_PRELOAD_DATA_OFF);
+	}
+	r.hdr->magic = PT_PRELOAD_MAGIC;
+	r.hdr->version = PT_PRELOAD_VERSION;
+	r.hdr->hdr_size = sizeof(struct pt_preload_hdr);
+	r.hdr->slot_size = PT_PRELOAD_SLOT_SIZE;
+	r.hdr->nslots = NSLOTS;
+	r.hdr->sample_shift = 10;
+	r.hdr->big_threshold = 65536;
+	if (seal)
+		assert_int_equal(fcntl(r.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	return r;
+}
+
+static void ring_free(struct ring *r, uint64_t bytes)
+{
+	munmap(r->mem, bytes);
+	if (r->fd >= 0)
+		close(r->fd);
+}
+
+/* Sends @len bytes of @buf with @nfds fds attached (no fds if @nfds is 0). */
+static void send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int) * 8)];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	memset(&cbuf, 0, sizeof(cbuf));
+	if (nfds) {
+		msg.msg_control = cbuf.b;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+	}
+	assert_int_equal(sendmsg(sock, &msg, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+static struct pt_preload_hello hello_of(uint64_t ring_bytes)
+{
+	return (struct pt_preload_hello){ .magic = PT_PRELOAD_MAGIC,
+					  .version = PT_PRELOAD_VERSION,
+					  .size = sizeof(struct pt_preload_hello),
+					  .ring_bytes = ring_bytes };
+}
+
+/* The server's one-byte answer, or 0 if it closed without one. */
+static char answer(int sock)
+{
+	struct pollfd pfd = { sock, POLLIN, 0 };
+	char c = 0;
+
+	for (int i = 0; i < 100 && poll(&pfd, 1, 0) == 0; i++)
+		pump(10);
+	if (recv(sock, &c, 1, MSG_DONTWAIT) != 1)
+		return 0;
+	return c;
+}
+
+/* Registers @r over a new connection; returns the socket (the answer is checked). */
+static int register_ring(struct ring *r)
+{
+	struct pt_preload_hello h = hello_of(RING_BYTES);
+	int sock = connect_sock();
+
+	send_with_fds(sock, &h, sizeof(h), &r->fd, 1);
+	assert_int_equal(answer(sock), PT_PRELOAD_ACCEPT);
+	return sock;
+}
+
+/* One hostile registration: sends @buf with @fds, expects it refused and counted. */
+static void expect_bad_hello(const char *what, const void *buf, size_t len, const int *fds,
+			     int nfds)
+{
+	uint64_t bad = stats().bad_hellos, acc = stats().accepted_peers;
+	int sock = connect_sock();
+	char c;
+
+	send_with_fds(sock, buf, len, fds, nfds);
+	c = answer(sock);
+	if (c == PT_PRELOAD_ACCEPT)
+		fail_msg("%s: accepted", what);
+	pump(20);
+	if (stats().bad_hellos != bad + 1)
+		fail_msg("%s: bad_hellos %llu -> %llu", what, (unsigned long long)bad,
+			 (unsigned long long)stats().bad_hellos);
+	assert_int_equal(stats().accepted_peers, acc);
+	close(sock);
+}
+
+static void test_garbage_and_malformed_hellos(void **state)
+{
+	struct ring r = ring_new(RING_BYTES, true);
+	struct pt_preload_hello h = hello_of(RING_BYTES);
+	char garbage[200], big[sizeof(h) + 16];
+	int two[2] = { r.fd, r.fd };
+
+	(void)state;
+	srand(1);
+	for (size_t i = 0; i < sizeof(garbage); i++)
+		garbage[i] = (char)rand();
+	expect_bad_hello("garbage, no fd", garbage, sizeof(garbage), NULL, 0);
+	expect_bad_hello("garbage with a ring fd", garbage, sizeof(garbage), &r.fd, 1);
+	expect_bad_hello("truncated hello", &h, sizeof(h) / 2, &r.fd, 1);
+	memcpy(big, &h, sizeof(h));
+	memset(big + sizeof(h), 'W', sizeof(big) - sizeof(h));
+	expect_bad_hello("oversized hello (trailing bytes)", big, sizeof(big), &r.fd, 1);
+	expect_bad_hello("hello without fd", &h, sizeof(h), NULL, 0);
+	expect_bad_hello("hello with two fds", &h, sizeof(h), two, 2);
+	h.size = sizeof(h) + 8;
+	expect_bad_hello("hello claiming a bigger size", &h, sizeof(h), &r.fd, 1);
+	h = hello_of(RING_BYTES);
+	h.version = 99;
+	expect_bad_hello("unknown version", &h, sizeof(h), &r.fd, 1);
+	assert_int_equal(stats().peers, 0);
+	ring_free(&r, RING_BYTES);
+}
+
+static void test_impossible_ring_sizes(void **state)
+{
+	static const uint64_t sizes[] = {
+		0, 1, 4096, RING_BYTES - 64, RING_BYTES + 64, PT_PRELOAD_RING_BYTES(96),
+		PT_PRELOAD_RING_BYTES(PT_PRELOAD_MAX_SLOTS * 2ULL), 1ULL << 63,
+		(uint64_t)-1, (uint64_t)-RING_BYTES,
+	};
+	struct ring r = ring_new(RING_BYTES, true);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct pt_preload_hello h = hello_of(sizes[i]);
+		char what[64];
+
+		snprintf(what, sizeof(what), "ring_bytes %llu", (unsigned long long)sizes[i]);
+		expect_bad_hello(what, &h, sizeof(h), &r.fd, 1);
+	}
+	ring_free(&r, RING_BYTES);
+}
+
+static void test_ring_fds_that_are_not_a_sealed_memfd(void **state)
+{
+	struct pt_preload_hello h = hello_of(RING_BYTES);
+	struct ring unsealed = ring_new(RING_BYTES, false);
+	struct ring small = ring_new(4096, true);
+	struct ring lying = ring_new(RING_BYTES, true);
+	struct ring wseal = ring_new(RING_BYTES, true);
+	char file[96];
+	int pipefd[2], zero, reg, ro;
+
+	(void)state;
+	expect_bad_hello("memfd that may shrink (no seals)", &h, sizeof(h), &unsealed.fd, 1);
+	expect_bad_hello("memfd smaller than ring_bytes", &h, sizeof(h), &small.fd, 1);
+	lying.hdr->nslots = NSLOTS * 2;	/* header disagrees with the file */
+	expect_bad_hello("header nslots beyond the file", &h, sizeof(h), &lying.fd, 1);
+	lying.hdr->nslots = NSLOTS;
+	lying.hdr->magic = 0;
+	expect_bad_hello("header magic wrong", &h, sizeof(h), &lying.fd, 1);
+	/* We could not write the control page: refused, not a crash. */
+	assert_int_equal(fcntl(wseal.fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE), 0);
+	expect_bad_hello("memfd sealed against writes", &h, sizeof(h), &wseal.fd, 1);
+
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	expect_bad_hello("a pipe", &h, sizeof(h), &pipefd[0], 1);
+	zero = open("/dev/zero", O_RDWR | O_CLOEXEC);
+	assert_true(zero >= 0);
+	expect_bad_hello("/dev/zero", &h, sizeof(h), &zero, 1);
+	snprintf(file, sizeof(file), "%s/plainfile", T.dir);
+	reg = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	assert_true(reg >= 0);
+	assert_int_equal(ftruncate(reg, RING_BYTES), 0);
+	expect_bad_hello("a regular file of the right size", &h, sizeof(h), &reg, 1);
+	ro = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	expect_bad_hello("an executable", &h, sizeof(h), &ro, 1);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipefd), 0);
+	expect_bad_hello("a socket", &h, sizeof(h), &pipefd[0], 1);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	close(zero);
+	close(reg);
+	close(ro);
+	unlink(file);
+	ring_free(&unsealed, RING_BYTES);
+	ring_free(&small, 4096);
+	ring_free(&lying, RING_BYTES);
+	ring_free(&wseal, RING_BYTES);
+	assert_int_equal(stats().peers, 0);
+}
+
+/* Publishes one record in @r as the library would. */
+static void put(struct ring *r, uint16_t type, uint16_t size, uint32_t flags, uint32_t tid,
+		uint64_t addr, uint64_t len, uint64_t addr2, uint64_t len2)
+{
+	uint64_t pos = r->hdr->reserve++;
+	struct pt_preload_rec *s = &r->slots[pos % NSLOTS];
+
+	memset(s, 0, sizeof(*s));
+	s->type = type;
+	s->size = size;
+	s->flags = flags;
+	s->tid = tid;
+	s->addr = addr;
+	s->len = len;
+	s->addr2 = addr2;
+	s->len2 = len2;
+	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
+}
+
+/* Until the server has consumed everything published in @r. */
+static void drain_all(struct ring *r)
+{
+	for (int i = 0; i < 200 && __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE) <
+				   r->hdr->reserve; i++)
+		pump(10);
+	assert_int_equal(__atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE), r->hdr->reserve);
+}
+
+static bool got_addr(uint64_t lo, uint64_t hi)
+{
+	for (unsigned int i = 0; i < T.ngot; i++)
+		if ((T.got[i].ev.addr >= lo && T.got[i].ev.addr < hi) ||
+		    (T.got[i].ev.addr2 >= lo && T.got[i].ev.addr2 < hi))
+			return true;
+	return false;
+}
+
+static void test_records_out_of_bounds(void **state)
+{
+	struct ring r = ring_new(RING_BYTES, true);
+	const uint16_t sz = sizeof(struct pt_preload_rec);
+	struct pt_preload_server_stats st;
+	uint64_t rej = 0;
+	void *mine = malloc(4096);
+	int sock;
+
+	(void)state;
+	sock = register_ring(&r);
+	put(&r, PT_PRELOAD_REC_ALLOC, sz, 0, 1, KERNEL_ADDR, 4096, 0, 0);
+	put(&r, PT_PRELOAD_REC_ALLOC, sz, 0, 1, 0, 4096, 0, 0);
+	put(&r, PT_PRELOAD_REC_ALLOC, sz, 0, 1, (uintptr_t)mine, 0, 0, 0);
+	put(&r, PT_PRELOAD_REC_FREE, sz, 0, 1, 0x7fff00000000ULL, UINT64_MAX - 4096, 0, 0);
+	put(&r, PT_PRELOAD_REC_MMAP, sz, 0, 1, (uintptr_t)mine + 1, 4096, 3, 0x22);
+	put(&r, PT_PRELOAD_REC_MREMAP, sz, 0, 1, 0x10000, 4096, KERNEL_ADDR, 8192);
+	put(&r, PT_PRELOAD_REC_MUNMAP, sz, 0, 1, PT_PRELOAD_USER_END, 4096, 0, 0);
+	put(&r, PT_PRELOAD_REC_ALLOC, sz / 2, 0, 1, (uintptr_t)mine, 16, 0, 0);	/* truncated */
+	put(&r, PT_PRELOAD_REC_ALLOC, 4096, 0, 1, (uintptr_t)mine, 16, 0, 0);	/* oversized */
+	put(&r, 77, sz, 0, 1, (uintptr_t)mine, 16, 0, 0);
+	put(&r, PT_PRELOAD_REC_HEARTBEAT, sz, PT_PRELOAD_F_BIG, 1, 0, 1, 0, 0);
+	drain_all(&r);
+	st = stats();
+	for (int i = 0; i < PT_PRELOAD_REJ_NR; i++)
+		rej += st.rejected[i];
+	assert_int_equal(rej, 11);
+	assert_int_equal(st.rejected[PT_PRELOAD_REJ_RANGE], 7);
+	assert_int_equal(st.rejected[PT_PRELOAD_REJ_SIZE], 2);
+	assert_int_equal(st.rejected[PT_PRELOAD_REJ_TYPE], 1);
+	assert_int_equal(st.rejected[PT_PRELOAD_REJ_FLAGS], 1);
+	assert_int_equal(T.ngot, 0);
+	/* The peer is still served: a valid record about its own memory goes through. */
+	put(&r, PT_PRELOAD_REC_ALLOC, sz, PT_PRELOAD_F_SAMPLED, 1, (uintptr_t)mine, 4096, 0, 0);
+	drain_all(&r);
+	assert_int_equal(T.ngot, 1);
+	assert_int_equal(T.got[0].pid, getpid());
+	close(sock);
+	free(mine);
+	pump(20);
+	ring_free(&r, RING_BYTES);
+}
+
+/*
+ * A child that maps memory the parent does not have, says where, and waits. At a fixed
+ * address far from everything (mmap's top-down area, ASan's allocator and shadow), so that
+ * nothing the parent maps afterwards can land there by chance.
+ */
+#define VICTIM_ADDR 0x3e0000000000ULL
+static pid_t victim(uint64_t *addr, uint64_t len, int *release)
+{
+	int up[2], down[2];
+	pid_t pid;
+
+	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(down), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+		void *m = mmap((void *)(uintptr_t)VICTIM_ADDR, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		uint64_t a = (uintptr_t)m;
+
+		alarm(60);	/* never outlive a failed test */
+		close(up[0]);
+		close(down[1]);	/* or its read below would never see EOF */
+		if (m == MAP_FAILED)
+			_exit(1);
+		memset(m, 1, len);
+		if (write(up[1], &a, sizeof(a)) != sizeof(a))
+			_exit(1);
+		(void)!read(down[0], &c, 1);
+		_exit(0);
+	}
+	close(up[1]);
+	close(down[0]);
+	assert_int_equal(read(up[0], addr, sizeof(*addr)), sizeof(*addr));
+	close(up[0]);
+	*release = down[1];
+	return pid;
+}
+
+static void test_claims_on_another_process(void **state)
+{
+	struct ring r = ring_new(RING_BYTES, true);
+	const uint16_t sz = sizeof(struct pt_preload_rec);
+	const uint64_t vlen = 1 << 20;
+	uint64_t vaddr, foreign;
+	void *mine = malloc(256);
+	int release, sock, status;
+	pid_t v;
+
+	(void)state;
+	v = victim(&vaddr, vlen, &release);
+	/* Its mapping must not exist in ours, or the test proves nothing. */
+	assert_int_equal(msync((void *)(uintptr_t)vaddr, 4096, MS_ASYNC), -1);
+	sock = register_ring(&r);
+	/* Everything a peer can claim: the victim's tid, its addresses, big and mapped. */
+	put(&r, PT_PRELOAD_REC_ALLOC, sz, PT_PRELOAD_F_BIG, (uint32_t)v, vaddr, vlen, 0, 0);
+	put(&r, PT_PRELOAD_REC_MMAP, sz, 0, (uint32_t)v, vaddr, vlen, 3, 0x22);
+	put(&r, PT_PRELOAD_REC_MREMAP, sz, 0, (uint32_t)v, 0x10000, 4096, vaddr, vlen);
+	put(&r, PT_PRELOAD_REC_ALLOC, sz, PT_PRELOAD_F_SAMPLED, (uint32_t)v, vaddr + 64, 64, 0, 0);
+	/* Straddling: starts in our memory, runs past the end of 47-bit user space. */
+	put(&r, PT_PRELOAD_REC_ALLOC, sz, PT_PRELOAD_F_BIG, (uint32_t)v, (uintptr_t)mine,
+	    1ULL << 47, 0, 0);
+	put(&r, PT_PRELOAD_REC_ALLOC, sz, PT_PRELOAD_F_SAMPLED, (uint32_t)v, (uintptr_t)mine, 256,
+	    0, 0);
+	drain_all(&r);
+	assert_int_equal(msync((void *)(uintptr_t)vaddr, 4096, MS_ASYNC), -1);
+	foreign = stats().rejected[PT_PRELOAD_REJ_FOREIGN];
+	assert_int_equal(foreign, 5);
+	assert_false(got_addr(vaddr, vaddr + vlen));
+	assert_int_equal(T.ngot, 1);
+	assert_int_equal(T.got[0].ev.addr, (uintptr_t)mine);
+	/* Attributed to the kernel's pid of the peer, whatever tid it wrote. */
+	assert_int_equal(T.got[0].pid, getpid());
+	/* A request for the victim does not reach the peer that claimed to be it. */
+	assert_int_equal(pt_preload_server_request_trim(T.s, v), -ENOENT);
+	assert_int_equal(pt_preload_server_arm_wake(T.s, v), -ENOENT);
+	assert_int_equal(__atomic_load_n(&r.ctl->trim_seq, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(__atomic_load_n(&r.ctl->req_seq, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(pt_preload_server_request_trim(T.s, getpid()), 0);
+	assert_int_equal(__atomic_load_n(&r.ctl->trim_seq, __ATOMIC_ACQUIRE), 1);
+	assert_int_equal(__atomic_load_n(&r.ctl->alloc_limit, __ATOMIC_ACQUIRE), 0);
+	close(release);
+	assert_int_equal(waitpid(v, &status, 0), v);
+	close(sock);
+	free(mine);
+	pump(20);
+	ring_free(&r, RING_BYTES);
+}
+
+static void test_flood_beyond_rate_limit(void **state)
+{
+	struct ring r = ring_new(RING_BYTES, true);
+	const uint16_t sz = sizeof(struct pt_preload_rec);
+	void *mine = malloc(64);
+	uint64_t start = now_ms(), produced = 0, elapsed;
+	struct pt_preload_server_stats st;
+	int sock;
+
+	(void)state;
+	sock = register_ring(&r);
+	/* 1.5 s of a producer that writes whenever there is room: far beyond 2000/s. */
+	while (now_ms() - start < 1500) {
+		while (r.hdr->reserve - __atomic_load_n(&r.ctl->tail, __ATOMIC_ACQUIRE) < NSLOTS) {
+			put(&r, PT_PRELOAD_REC_ALLOC, sz, PT_PRELOAD_F_SAMPLED, 1,
+			    (uintptr_t)mine, 64, 0, 0);
+			produced++;
+		}
+		pump(2);
+	}
+	elapsed = now_ms() - start;
+	st = stats();
+	print_message("# flood: %llu produced, %u delivered in %llu ms, %llu drains throttled\n",
+		      (unsigned long long)produced, T.ngot, (unsigned long long)elapsed,
+		      (unsigned long long)st.throttled);
+	assert_true(st.throttled > 0);
+	/* At most max_per_sec per started second of the window. */
+	assert_true(T.ngot <= 2000 * (elapsed / 1000 + 1));
+	assert_true(T.ngot >= 2000);
+	assert_true(produced > T.ngot);
+	close(sock);
+	free(mine);
+	pump(20);
+	ring_free(&r, RING_BYTES);
+}
+
+static void test_connection_flood_and_replaced_rings(void **state)
+{
+	struct ring a = ring_new(RING_BYTES, true), b = ring_new(RING_BYTES, true);
+	int socks[40], sa, sb, status;
+	struct pt_preload_server_stats st;
+	pid_t child;
+
+	(void)state;
+	/* Connections that never say hello: a few are held, the rest refused at once. */
+	for (int i = 0; i < 40; i++)
+		socks[i] = connect_sock();
+	pump(50);
+	st = stats();
+	assert_true(st.refused >= 36);
+	/* Another process still gets in while those wait. */
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		struct ring c = ring_new(RING_BYTES, true);
+		struct pt_preload_hello h = hello_of(RING_BYTES);
+		struct sockaddr_un un = { .sun_family = AF_UNIX };
+		int s = socket(AF_UNIX, SOCK_STREAM, 0);
+		char ch = 0;
+
+		strcpy(un.sun_path, T.path);
+		if (connect(s, (struct sockaddr *)&un, sizeof(un)) < 0)
+			_exit(2);
+		send_with_fds(s, &h, sizeof(h), &c.fd, 1);
+		_exit(recv(s, &ch, 1, 0) == 1 && ch == PT_PRELOAD_ACCEPT ? 0 : 1);
+	}
+	for (int i = 0; i < 100 && waitpid(child, &status, WNOHANG) == 0; i++)
+		pump(10);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	for (int i = 0; i < 40; i++)
+		close(socks[i]);
+	pump(20);
+	/* One ring per process: a second registration replaces the first. */
+	sa = register_ring(&a);
+	sb = register_ring(&b);
+	pump(20);
+	st = stats();
+	assert_int_equal(st.replaced, 1);
+	assert_int_equal(st.peers, 1);
+	close(sa);
+	close(sb);
+	pump(20);
+	ring_free(&a, RING_BYTES);
+	ring_free(&b, RING_BYTES);
+}
+
+/* Out of fds: the server must stop polling its listening socket, not spin, and recover. */
+static void test_out_of_fds(void **state)
+{
+	struct ring r = ring_new(RING_BYTES, true);
+	struct rlimit old, low;
+	struct pollfd pfd;
+	int socks[10], probe;
+
+	(void)state;
+	for (int i = 0; i < 10; i++)
+		socks[i] = connect_sock();	/* in the backlog, not accepted yet */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	probe = dup(0);			/* the lowest free fd: all below are taken */
+	close(probe);
+	low = old;
+	low.rlim_cur = (rlim_t)probe;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	pt_preload_server_accept(T.s);	/* accept fails: EMFILE */
+	pfd = (struct pollfd){ pt_preload_server_fd(T.s), POLLIN, 0 };
+	/* Ten connections wait in the backlog, yet nothing to report: paused, no spinning. */
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	pump(50);
+	/* Listening again: those were taken (some held, the rest refused), and a ring gets in. */
+	assert_true(stats().refused >= 6);
+	for (int i = 0; i < 10; i++)
+		close(socks[i]);
+	pump(20);
+	close(register_ring(&r));
+	pump(20);
+	ring_free(&r, RING_BYTES);
+}
+
+/* The maps parser the foreign-memory check relies on. */
+static void test_maps_parse(void **state)
+{
+	static const char text[] =
+		"00400000-00452000 r-xp 00000000 08:02 173521  /usr/bin/prog\n"
+		"00452000-00460000 rw-p 00052000 08:02 173521  /usr/bin/prog\n"
+		"7f0000000000-7f0000100000 ---p 00000000 00:00 0\n"
+		"7f0000100000-7f0000200000 rw-p 00000000 00:00 0\n"
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0  [stack]\n";
+	struct pt_preload_maps m = { 0 };
+
+	(void)state;
+	assert_int_equal(pt_preload_maps_parse(&m, text, sizeof(text) - 1), 0);
+	assert_int_equal(m.n, 3);	/* adjacent ones merged, the reservation left out */
+	assert_true(pt_preload_maps_covers(&m, 0x400000, 0x60000));
+	assert_false(pt_preload_maps_covers(&m, 0x400000, 0x60001));
+	assert_false(pt_preload_maps_covers(&m, 0x7f0000000000, 4096));
+	assert_true(pt_preload_maps_covers(&m, 0x7f0000100000, 0x100000));
+	assert_false(pt_preload_maps_covers(&m, 0x7f00000ff000, 8192));
+	assert_false(pt_preload_maps_covers(&m, 0x3fffff, 2));
+	assert_false(pt_preload_maps_covers(&m, 0x7ffd00020000, UINT64_MAX));
+	assert_false(pt_preload_maps_covers(&m, 0x400000, 0));
+	assert_int_equal(pt_preload_maps_parse(&m, "10-5 rw-p\n", 10), -EINVAL);
+	assert_int_equal(pt_preload_maps_parse(&m, "2000-3000 rw-p\n1000-1800 rw-p\n", 30),
+			 -EINVAL);
+	assert_int_equal(pt_preload_maps_parse(&m, "zz-10 rw-p\n", 11), -EINVAL);
+	assert_int_equal(pt_preload_maps_parse(&m, "10000000000000000-2 rw-p\n", 25), -EINVAL);
+	pt_preload_maps_free(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_maps_parse),
+		cmocka_unit_test_setup_teardown(test_garbage_and_malformed_hellos, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_impossible_ring_sizes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ring_fds_that_are_not_a_sealed_memfd, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_records_out_of_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claims_on_another_process, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flood_beyond_rate_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connection_flood_and_replaced_rings, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_out_of_fds, setup, teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
