@@ -37,6 +37,10 @@ echo "== e2e: packet_wake"
 python3 "$top/tests/e2e/packet_wake.py" 2>&1 | tee "$out/e2e-packet-wake.tap"
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 
+echo "== e2e: preload_apps"
+python3 "$top/tests/e2e/preload_apps.py" 2>&1 | tee "$out/e2e-preload-apps.tap"
+[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+
 echo "== module"
 {
 	echo "TAP version 13"
