@@ -25,7 +25,8 @@
  *  - Priority: demand reads go to the backing device at once. Write-back, GC and
  *    prefetch read-ahead ("background") are admitted only while the background blocks
  *    in flight stay under bg_inflight_kib, and under bg_demand_kib while demand reads
- *    are in flight, so a demand read queues behind little background I/O.
+ *    are in flight or were lately (bg_demand_hold_ms), so a demand read queues behind
+ *    little background I/O.
  *
  * The I/O path allocates only from the tier's bio_sets (mempools, GFP_NOIO), at most
  * one bio per bio_set per call in the submitting context, so it always progresses in
@@ -89,6 +90,14 @@ static unsigned int bg_demand_kib = 512;
 module_param(bg_demand_kib, uint, 0644);
 MODULE_PARM_DESC(bg_demand_kib, "the same while demand reads are in flight, KiB (default 512)");
 
+/*
+ * Swap-ins come in bursts with think time between them: a gate that opened wide as soon
+ * as no demand read was in flight would queue bg_inflight_kib ahead of the next one.
+ */
+static unsigned int bg_demand_hold_ms = 100;
+module_param(bg_demand_hold_ms, uint, 0644);
+MODULE_PARM_DESC(bg_demand_hold_ms, "keep the bg_demand_kib limit this long after a demand read, ms, at most 5000 (default 100)");
+
 static unsigned int space_wait_ms = 10000;
 module_param(space_wait_ms, uint, 0644);
 MODULE_PARM_DESC(space_wait_ms, "how long a write waits for the collector to free a segment before it fails (default 10000)");
@@ -122,7 +131,9 @@ void pt_inflight_put(struct pt_tier *t)
  */
 bool pt_gate_try_locked(struct pt_tier *t, u32 blocks)
 {
-	u32 kib = t->demand_inflight ? READ_ONCE(bg_demand_kib) : READ_ONCE(bg_inflight_kib);
+	unsigned long hold = msecs_to_jiffies(min(READ_ONCE(bg_demand_hold_ms), 5000U));
+	bool demand = t->demand_inflight || time_before(jiffies, t->demand_last + hold);
+	u32 kib = demand ? READ_ONCE(bg_demand_kib) : READ_ONCE(bg_inflight_kib);
 
 	if (t->bg_inflight && t->bg_inflight + blocks > (kib >> 2))
 		return false;
@@ -254,6 +265,7 @@ static void pt_io_endio(struct bio *clone)
 			return;
 		}
 		pt_seg_release(t, io->seg);
+		t->demand_last = jiffies;
 		wake = !--t->demand_inflight;
 		spin_unlock_irqrestore(&t->lock, flags);
 		if (wake)
@@ -514,6 +526,7 @@ static void pt_classify(struct pt_tier *t, struct bio *c, struct pt_top *top,
 	case PT_CL_READ:
 		t->segs[cl->seg].readers++;
 		t->demand_inflight++;
+		t->demand_last = jiffies;
 		t->st.staging_misses += i;
 		t->cg[t->segs[cl->seg].owner].staging_misses += i;
 		t->st.demand_bytes += (u64)i << PT_SLOT_SHIFT;
@@ -1193,6 +1206,7 @@ static struct pt_tier *pt_tier_new(const char *path)
 	if (!t)
 		return NULL;
 	spin_lock_init(&t->lock);
+	t->demand_last = jiffies - 10 * HZ;	/* no demand read yet */
 	atomic_set(&t->inflight, 0);
 	atomic_set(&t->users, 0);
 	init_waitqueue_head(&t->space_wq);

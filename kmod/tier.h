@@ -297,6 +297,7 @@ struct pt_tier {
 	/* background I/O admission */
 	u32 bg_inflight;		/* blocks of write-back, GC, read-ahead in flight */
 	u32 demand_inflight;		/* demand read pieces in flight */
+	unsigned long demand_last;	/* jiffies of the last demand read sent or done */
 
 	struct pt_stats st;
 };

@@ -1,6 +1,8 @@
 #!/bin/bash
-# In the guest of bench/tier/prio.sh: prio_bench on the benchmark namespace (serial
-# pagetier-bench) raw, then on a tier over it. Results: $PT_OUT/results.txt.
+# In the guest of bench/tier/prio.sh: prio_bench on the benchmark device raw, then on a
+# tier over it. The device is the NVMe namespace of serial pagetier-bench, or for the
+# profile nullb a memory-backed null_blk throttled to NULLB_MBPS (120) MiB/s.
+# Results: $PT_OUT/results.txt.
 #
 #   prio-guest.sh PROFILE PRIO_BENCH FLOOD_MIB
 set -u
@@ -10,10 +12,18 @@ res=$out/results.txt
 fail() { echo "prio-guest: $*" | tee -a "$res"; echo 1 >"$out/guest.rc"; exit 1; }
 
 dev=
-for c in /sys/class/nvme/nvme*; do
-	[ "$(tr -d ' ' <"$c/serial")" = pagetier-bench ] && dev=/dev/$(basename "$c")n1
-done
-[ -n "$dev" ] || fail "no benchmark namespace"
+if [ "$profile" = nullb ]; then
+	# One bandwidth bucket for reads and writes, served in order: a FIFO disk.
+	modprobe null_blk queue_mode=2 gb=2 memory_backed=1 mbps=${NULLB_MBPS:-120} \
+		irqmode=2 completion_nsec=100000 nr_devices=1 || fail "modprobe null_blk failed"
+	dev=/dev/nullb0
+	for i in $(seq 50); do [ -b $dev ] && break; sleep 0.1; done
+else
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(tr -d ' ' <"$c/serial")" = pagetier-bench ] && dev=/dev/$(basename "$c")n1
+	done
+fi
+[ -n "$dev" ] && [ -b "$dev" ] || fail "no benchmark device"
 insmod "${PT_KO:-$top/build/kmod/$kv/pagetier.ko}" || fail "insmod failed"
 echo "# Linux $kv, profile $profile, $(nproc) CPUs, $dev" | tee "$res"
 "$bin" "$dev" "$mib" | sed 's/^RESULT /RESULT what=raw /' | tee -a "$res"
