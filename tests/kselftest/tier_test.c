@@ -35,6 +35,7 @@
 #include <linux/magic.h>
 
 #include "pagetier.h"
+#include "tier_util.h"
 
 /*
  * The 6.1 harness's generated wrappers and timeout handler do not use all their
@@ -43,9 +44,6 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "kselftest_harness.h"
 
-#define PG		4096UL
-#define CTL_PATH	"/dev/" PAGETIER_CTL_NAME
-#define CG_ROOT		"/sys/fs/cgroup"
 #define NSTAT		10	/* columns of tier_stat */
 
 enum {	/* tier_stat columns */
@@ -55,80 +53,11 @@ enum {	/* tier_stat columns */
 
 /* ---- helpers ---- */
 
-static const char *backing_path(void)
-{
-	const char *p = getenv("PAGETIER_TEST_BACKING");
-
-	return p && *p ? p : "/dev/nvme0n1";
-}
-
-static bool have_backing(void)
-{
-	struct stat st;
-
-	return !stat(backing_path(), &st) && S_ISBLK(st.st_mode);
-}
-
-static int xioctl(int fd, unsigned long cmd, void *arg)
-{
-	return ioctl(fd, cmd, arg) ? -errno : 0;
-}
-
-static int tier_create(int ctl, const char *path, struct pagetier_tier_create *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->size = sizeof(*c);
-	snprintf(c->backing_path, sizeof(c->backing_path), "%s", path);
-	return xioctl(ctl, PAGETIER_IOC_TIER_CREATE, c);
-}
-
 static int tier_destroy_once(int ctl, __u32 id)
 {
 	struct pagetier_tier_destroy d = { .size = sizeof(d), .tier_id = id };
 
-	return xioctl(ctl, PAGETIER_IOC_TIER_DESTROY, &d);
-}
-
-/* udev probes a new disk and holds it open for a moment: retry -EBUSY for 10 s. */
-static int tier_destroy(int ctl, __u32 id)
-{
-	int i, ret = -EBUSY;
-
-	for (i = 0; i < 200 && ret == -EBUSY; i++) {
-		ret = tier_destroy_once(ctl, id);
-		if (ret == -EBUSY)
-			usleep(50000);
-	}
-	return ret;
-}
-
-static int read_file(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
-}
-
-static int write_file(const char *path, const char *s)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : (n < 0 ? -errno : -EIO);
+	return tu_ioctl(ctl, PAGETIER_IOC_TIER_DESTROY, &d);
 }
 
 static long long sysfs_num(const char *fmt, ...)
@@ -141,7 +70,7 @@ static long long sysfs_num(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(path, sizeof(path), fmt, ap);
 	va_end(ap);
-	if (read_file(path, buf, sizeof(buf)))
+	if (tu_read_file(path, buf, sizeof(buf)))
 		return -1;
 	return strtoll(buf, NULL, 10);
 }
@@ -152,7 +81,7 @@ static int tier_stat(__u32 id, unsigned long long v[NSTAT])
 	int i;
 
 	snprintf(path, sizeof(path), "/sys/block/%s%u/tier_stat", PAGETIER_DISK_NAME, id);
-	if (read_file(path, buf, sizeof(buf)))
+	if (tu_read_file(path, buf, sizeof(buf)))
 		return -1;
 	for (i = 0; i < NSTAT; i++) {
 		v[i] = strtoull(p, &end, 10);
@@ -161,73 +90,6 @@ static int tier_stat(__u32 id, unsigned long long v[NSTAT])
 		p = end;
 	}
 	return 0;
-}
-
-#define MAX_ENTRIES 4096
-static struct pagetier_cgroup_stat entries[MAX_ENTRIES];
-
-/* The counters of cgroup @cgid on tier @id; all zero if it has none. */
-static int cgroup_stat(int ctl, __u32 id, __u64 cgid, struct pagetier_cgroup_stat *out)
-{
-	struct pagetier_cgroup_stats s = {
-		.size = sizeof(s), .tier_id = id, .entry_size = sizeof(entries[0]),
-		.capacity = MAX_ENTRIES, .entries = (uintptr_t)entries,
-	};
-	__u32 i;
-	int ret;
-
-	memset(out, 0, sizeof(*out));
-	out->cgroup_id = cgid;
-	ret = xioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s);
-	if (ret)
-		return ret;
-	for (i = 0; i < s.count && i < MAX_ENTRIES; i++)
-		if (entries[i].cgroup_id == cgid)
-			*out = entries[i];
-	return 0;
-}
-
-/* Destroys tiers a crashed earlier run left over the backing device. */
-static void cleanup_stale(int ctl, const char *backing)
-{
-	char path[PATH_MAX], buf[PATH_MAX], cmd[PATH_MAX + 64];
-	struct dirent *de;
-	unsigned int id;
-	int ret;
-	DIR *d;
-
-	d = opendir("/sys/block");
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (sscanf(de->d_name, PAGETIER_DISK_NAME "%u", &id) != 1)
-			continue;
-		snprintf(path, sizeof(path), "/sys/block/%s/backing_dev", de->d_name);
-		if (read_file(path, buf, sizeof(buf)))
-			continue;
-		buf[strcspn(buf, "\n")] = '\0';
-		if (strcmp(buf, backing))
-			continue;
-		/* Fails harmlessly when it was not swapped on. */
-		snprintf(cmd, sizeof(cmd), "swapoff /dev/%s 2>/dev/null", de->d_name);
-		ret = system(cmd);
-		(void)ret;
-		tier_destroy(ctl, id);
-	}
-	closedir(d);
-}
-
-/* Waits for devtmpfs/udev to show the node of a new tier. */
-static int wait_node(const char *dev)
-{
-	int i;
-
-	for (i = 0; i < 100; i++) {
-		if (!access(dev, F_OK))
-			return 0;
-		usleep(50000);
-	}
-	return -ENOENT;
 }
 
 /* Deterministic page contents: never zero-filled, so 6.12 swap writes every page. */
@@ -276,8 +138,8 @@ static int cg_setup_root(void)
 			return -ENODEV;
 	}
 	/* Children of the root get a memcg only with +memory in its subtree_control. */
-	write_file(CG_ROOT "/cgroup.subtree_control", "+memory");
-	if (read_file(CG_ROOT "/cgroup.subtree_control", buf, sizeof(buf)))
+	tu_write_file(CG_ROOT "/cgroup.subtree_control", "+memory");
+	if (tu_read_file(CG_ROOT "/cgroup.subtree_control", buf, sizeof(buf)))
 		return -EIO;
 	return strstr(buf, "memory") ? 0 : -EOPNOTSUPP;
 }
@@ -300,7 +162,7 @@ static int cg_enter(const char *path)
 	char procs[PATH_MAX];
 
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
-	return write_file(procs, "0");
+	return tu_write_file(procs, "0");
 }
 
 /* rmdir can race with the exit of the last task: retry for a second. */
@@ -325,7 +187,7 @@ static long long cg_reclaim(const char *cg, long long target)
 
 	snprintf(path, sizeof(path), "%s/memory.reclaim", cg);
 	for (i = 0; i < 100; i++) {
-		write_file(path, "256M");	/* -EAGAIN when it fell short */
+		tu_write_file(path, "256M");	/* -EAGAIN when it fell short */
 		cur = sysfs_num("%s/memory.current", cg);
 		if (cur >= 0 && cur <= target)
 			break;
@@ -340,7 +202,7 @@ static __u64 self_cgroup_id(void)
 	struct stat st;
 	char *p;
 
-	if (read_file("/proc/self/cgroup", buf, sizeof(buf)))
+	if (tu_read_file("/proc/self/cgroup", buf, sizeof(buf)))
 		return 0;
 	p = strstr(buf, "0::");
 	if (!p)
@@ -378,7 +240,7 @@ TEST(version)
 	int ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
 
 	ASSERT_LE(0, ctl) TH_LOG("open %s: %s (is pagetier.ko loaded?)", CTL_PATH, strerror(errno));
-	ASSERT_EQ(0, xioctl(ctl, PAGETIER_IOC_VERSION, &v));
+	ASSERT_EQ(0, tu_ioctl(ctl, PAGETIER_IOC_VERSION, &v));
 	EXPECT_EQ((__u32)PAGETIER_ABI_VERSION, v.abi_version);
 	EXPECT_EQ(PAGETIER_FEAT_TIER | PAGETIER_FEAT_CGROUP_STATS,
 		  v.features & (PAGETIER_FEAT_TIER | PAGETIER_FEAT_CGROUP_STATS));
@@ -399,18 +261,18 @@ TEST(version_larger_struct)
 	ASSERT_LE(0, ctl);
 	memset(&big, 0, sizeof(big));
 	big.v.size = sizeof(big);
-	ASSERT_EQ(0, xioctl(ctl, cmd, &big));
+	ASSERT_EQ(0, tu_ioctl(ctl, cmd, &big));
 	EXPECT_EQ((__u32)PAGETIER_ABI_VERSION, big.v.abi_version);
 	EXPECT_EQ(0ULL, big.future[0] | big.future[1] | big.future[2] | big.future[3]);
 
 	/* A field this module does not know, set: refused (copy_struct_from_user). */
 	big.future[2] = 1;
-	EXPECT_EQ(-E2BIG, xioctl(ctl, cmd, &big));
+	EXPECT_EQ(-E2BIG, tu_ioctl(ctl, cmd, &big));
 
 	/* A shorter struct than the first version is never valid. */
 	big.future[2] = 0;
 	big.v.size = 8;
-	EXPECT_EQ(-EINVAL, xioctl(ctl, cmd, &big));
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, cmd, &big));
 	close(ctl);
 }
 
@@ -419,26 +281,26 @@ TEST(bad_size)
 	struct pagetier_version v = { .size = 0 };
 	struct pagetier_tier_create c;
 	struct pagetier_tier_destroy d = { .size = 4, .tier_id = 0 };
-	struct pagetier_cgroup_stats s = { .size = 16, .entry_size = sizeof(entries[0]) };
+	struct pagetier_cgroup_stats s = { .size = 16, .entry_size = sizeof(tu_entries[0]) };
 	static char huge[2 * 4096];
 	int ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
 
 	ASSERT_LE(0, ctl);
-	EXPECT_EQ(-EINVAL, xioctl(ctl, PAGETIER_IOC_VERSION, &v));
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, PAGETIER_IOC_VERSION, &v));
 	v.size = sizeof(v) - 1;
-	EXPECT_EQ(-EINVAL, xioctl(ctl, PAGETIER_IOC_VERSION, &v));
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, PAGETIER_IOC_VERSION, &v));
 
 	memset(&c, 0, sizeof(c));
 	c.size = offsetof(struct pagetier_tier_create, tier_id);
-	snprintf(c.backing_path, sizeof(c.backing_path), "%s", backing_path());
-	EXPECT_EQ(-EINVAL, xioctl(ctl, PAGETIER_IOC_TIER_CREATE, &c));
-	EXPECT_EQ(-EINVAL, xioctl(ctl, PAGETIER_IOC_TIER_DESTROY, &d));
-	EXPECT_EQ(-EINVAL, xioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s));
+	snprintf(c.backing_path, sizeof(c.backing_path), "%s", tu_backing());
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, PAGETIER_IOC_TIER_CREATE, &c));
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, PAGETIER_IOC_TIER_DESTROY, &d));
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s));
 
 	/* Larger than any struct will ever be. */
 	memset(huge, 0, sizeof(huge));
 	*(__u32 *)huge = sizeof(huge);
-	EXPECT_EQ(-E2BIG, xioctl(ctl, PAGETIER_IOC_VERSION, huge));
+	EXPECT_EQ(-E2BIG, tu_ioctl(ctl, PAGETIER_IOC_VERSION, huge));
 	close(ctl);
 }
 
@@ -451,41 +313,41 @@ TEST(reserved_and_flags)
 	ASSERT_LE(0, ctl);
 	memset(&c, 0, sizeof(c));
 	c.size = sizeof(c);
-	snprintf(c.backing_path, sizeof(c.backing_path), "%s", backing_path());
+	snprintf(c.backing_path, sizeof(c.backing_path), "%s", tu_backing());
 	c.flags = 1;
-	EXPECT_EQ(-EINVAL, xioctl(ctl, PAGETIER_IOC_TIER_CREATE, &c));
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, PAGETIER_IOC_TIER_CREATE, &c));
 	c.flags = 0;
 	c.reserved = 1;
-	EXPECT_EQ(-EINVAL, xioctl(ctl, PAGETIER_IOC_TIER_CREATE, &c));
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, PAGETIER_IOC_TIER_CREATE, &c));
 	c.reserved = 0;
 	memset(c.backing_path, 'a', sizeof(c.backing_path));	/* no NUL */
-	EXPECT_EQ(-EINVAL, xioctl(ctl, PAGETIER_IOC_TIER_CREATE, &c));
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, PAGETIER_IOC_TIER_CREATE, &c));
 	memset(c.backing_path, 0, sizeof(c.backing_path));	/* empty */
-	EXPECT_EQ(-EINVAL, xioctl(ctl, PAGETIER_IOC_TIER_CREATE, &c));
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, PAGETIER_IOC_TIER_CREATE, &c));
 
 	memset(&s, 0, sizeof(s));
 	s.size = sizeof(s);
-	s.entry_size = sizeof(entries[0]);
+	s.entry_size = sizeof(tu_entries[0]);
 	s.reserved = 1;
-	EXPECT_EQ(-EINVAL, xioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s));
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s));
 	s.reserved = 0;
 	s.entry_size = 8;	/* smaller than the first version's entry */
-	EXPECT_EQ(-EINVAL, xioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s));
+	EXPECT_EQ(-EINVAL, tu_ioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s));
 	close(ctl);
 }
 
 TEST(unknown_tier_and_ioctl)
 {
 	struct pagetier_cgroup_stats s = {
-		.size = sizeof(s), .tier_id = 4242, .entry_size = sizeof(entries[0]),
+		.size = sizeof(s), .tier_id = 4242, .entry_size = sizeof(tu_entries[0]),
 	};
 	int ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
 
 	ASSERT_LE(0, ctl);
 	EXPECT_EQ(-ENOENT, tier_destroy_once(ctl, 4242));
-	EXPECT_EQ(-ENOENT, xioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s));
-	EXPECT_EQ(-ENOTTY, xioctl(ctl, _IO(PAGETIER_IOC_MAGIC, 0x7f), NULL));
-	EXPECT_EQ(-ENOTTY, xioctl(ctl, _IOR(0x42, 0, struct pagetier_version), &s));
+	EXPECT_EQ(-ENOENT, tu_ioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s));
+	EXPECT_EQ(-ENOTTY, tu_ioctl(ctl, _IO(PAGETIER_IOC_MAGIC, 0x7f), NULL));
+	EXPECT_EQ(-ENOTTY, tu_ioctl(ctl, _IOR(0x42, 0, struct pagetier_version), &s));
 	close(ctl);
 }
 
@@ -495,8 +357,8 @@ TEST(create_nonexistent_path)
 	int ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
 
 	ASSERT_LE(0, ctl);
-	EXPECT_EQ(-ENOENT, tier_create(ctl, "/dev/pagetier-test-no-such-device", &c));
-	EXPECT_EQ(-ENOTBLK, tier_create(ctl, "/dev/null", &c));
+	EXPECT_EQ(-ENOENT, tu_tier_create(ctl, "/dev/pagetier-test-no-such-device", &c));
+	EXPECT_EQ(-ENOTBLK, tu_tier_create(ctl, "/dev/null", &c));
 	close(ctl);
 }
 
@@ -505,15 +367,15 @@ static int try_all_ioctls(int ctl)
 {
 	struct pagetier_version v = { .size = sizeof(v) };
 	struct pagetier_tier_create c;
-	struct pagetier_cgroup_stats s = { .size = sizeof(s), .entry_size = sizeof(entries[0]) };
+	struct pagetier_cgroup_stats s = { .size = sizeof(s), .entry_size = sizeof(tu_entries[0]) };
 
-	if (xioctl(ctl, PAGETIER_IOC_VERSION, &v) != -EPERM)
+	if (tu_ioctl(ctl, PAGETIER_IOC_VERSION, &v) != -EPERM)
 		return 10;
-	if (tier_create(ctl, backing_path(), &c) != -EPERM)
+	if (tu_tier_create(ctl, tu_backing(), &c) != -EPERM)
 		return 11;
 	if (tier_destroy_once(ctl, 0) != -EPERM)
 		return 12;
-	if (xioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s) != -EPERM)
+	if (tu_ioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s) != -EPERM)
 		return 13;
 	return 0;
 }
@@ -584,16 +446,16 @@ FIXTURE(tier) {
 FIXTURE_SETUP(tier)
 {
 	self->ctl = -1;
-	if (!have_backing())
+	if (!tu_have_backing())
 		SKIP(return, "no backing block device %s (set PAGETIER_TEST_BACKING)",
-		     backing_path());
+		     tu_backing());
 	self->ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->ctl) TH_LOG("open %s: %s", CTL_PATH, strerror(errno));
-	cleanup_stale(self->ctl, backing_path());
-	ASSERT_EQ(0, tier_create(self->ctl, backing_path(), &self->c));
+	tu_cleanup_stale(self->ctl, tu_backing());
+	ASSERT_EQ(0, tu_tier_create(self->ctl, tu_backing(), &self->c));
 	self->created = true;
 	snprintf(self->dev, sizeof(self->dev), "/dev/%s%u", PAGETIER_DISK_NAME, self->c.tier_id);
-	ASSERT_EQ(0, wait_node(self->dev)) TH_LOG("%s did not appear", self->dev);
+	ASSERT_EQ(0, tu_wait_node(self->dev)) TH_LOG("%s did not appear", self->dev);
 }
 
 FIXTURE_TEARDOWN(tier)
@@ -608,18 +470,18 @@ FIXTURE_TEARDOWN(tier)
 		EXPECT_EQ(0, system(cmd));
 	}
 	if (self->err_created)
-		EXPECT_EQ(0, tier_destroy(self->ctl, self->err_tier));
+		EXPECT_EQ(0, tu_tier_destroy(self->ctl, self->err_tier));
 	if (self->dm_name[0]) {
 		snprintf(cmd, sizeof(cmd), "dmsetup remove --retry %s", self->dm_name);
 		EXPECT_EQ(0, system(cmd));
 	}
 	if (self->zswap_was_on)
-		write_file("/sys/module/zswap/parameters/enabled", "Y");
+		tu_write_file("/sys/module/zswap/parameters/enabled", "Y");
 	for (i = 0; i < 2; i++)
 		if (self->cg[i][0])
 			cg_remove(self->cg[i]);
 	if (self->created)
-		EXPECT_EQ(0, tier_destroy(self->ctl, self->c.tier_id));
+		EXPECT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
 	if (self->ctl >= 0)
 		close(self->ctl);
 }
@@ -635,7 +497,7 @@ TEST_F(tier, geometry_and_sysfs)
 	int fd;
 
 	NEED_TIER();
-	fd = open(backing_path(), O_RDONLY | O_CLOEXEC);
+	fd = open(tu_backing(), O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, ioctl(fd, BLKGETSIZE64, &size));
 	close(fd);
@@ -658,16 +520,16 @@ TEST_F(tier, geometry_and_sysfs)
 	EXPECT_LT(0, sysfs_num("/sys/block/%s/queue/discard_max_bytes", disk));
 
 	snprintf(path, sizeof(path), "/sys/block/%s/backing_dev", disk);
-	ASSERT_EQ(0, read_file(path, buf, sizeof(buf)));
+	ASSERT_EQ(0, tu_read_file(path, buf, sizeof(buf)));
 	buf[strcspn(buf, "\n")] = '\0';
-	EXPECT_STREQ(backing_path(), buf);
+	EXPECT_STREQ(tu_backing(), buf);
 
 	ASSERT_EQ(0, tier_stat(self->c.tier_id, v));
 	EXPECT_EQ(0ULL, v[ST_PAGES]);
 	EXPECT_EQ(0ULL, v[ST_RERR] + v[ST_WERR]);
 
 	/* The stacking shows in the backing device's holders. */
-	name = strrchr(backing_path(), '/');
+	name = strrchr(tu_backing(), '/');
 	snprintf(path, sizeof(path), "/sys/class/block/%s/holders/%s", name ? name + 1 : "", disk);
 	EXPECT_EQ(0, access(path, F_OK)) TH_LOG("no %s", path);
 }
@@ -677,7 +539,7 @@ TEST_F(tier, second_tier_busy)
 	struct pagetier_tier_create c;
 
 	NEED_TIER();
-	EXPECT_EQ(-EBUSY, tier_create(self->ctl, backing_path(), &c));
+	EXPECT_EQ(-EBUSY, tu_tier_create(self->ctl, tu_backing(), &c));
 }
 
 TEST_F(tier, backing_swapped_on_busy)
@@ -687,16 +549,16 @@ TEST_F(tier, backing_swapped_on_busy)
 	int ret;
 
 	NEED_TIER();
-	ASSERT_EQ(0, tier_destroy(self->ctl, self->c.tier_id));
+	ASSERT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
 	self->created = false;
-	snprintf(cmd, sizeof(cmd), "mkswap -q %s >/dev/null && swapon %s", backing_path(),
-		 backing_path());
+	snprintf(cmd, sizeof(cmd), "mkswap -q %s >/dev/null && swapon %s", tu_backing(),
+		 tu_backing());
 	ASSERT_EQ(0, system(cmd));
-	snprintf(self->swap_dev, sizeof(self->swap_dev), "%s", backing_path());
+	snprintf(self->swap_dev, sizeof(self->swap_dev), "%s", tu_backing());
 	self->swapped_on = true;
-	ret = tier_create(self->ctl, backing_path(), &c);
+	ret = tu_tier_create(self->ctl, tu_backing(), &c);
 	if (!ret)
-		tier_destroy(self->ctl, c.tier_id);
+		tu_tier_destroy(self->ctl, c.tier_id);
 	EXPECT_EQ(-EBUSY, ret);
 }
 
@@ -709,7 +571,7 @@ TEST_F(tier, destroy_while_open)
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(-EBUSY, tier_destroy_once(self->ctl, self->c.tier_id));
 	close(fd);
-	EXPECT_EQ(0, tier_destroy(self->ctl, self->c.tier_id));
+	EXPECT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
 	self->created = false;
 	EXPECT_EQ(-ENOENT, tier_destroy_once(self->ctl, self->c.tier_id));
 }
@@ -760,19 +622,19 @@ TEST_F(tier, cgroup_stats_entry_size)
 	s.tier_id = self->c.tier_id;
 	s.entry_size = sizeof(big[0]);
 	s.capacity = 0;
-	ASSERT_EQ(0, xioctl(self->ctl, PAGETIER_IOC_CGROUP_STATS, &s));
+	ASSERT_EQ(0, tu_ioctl(self->ctl, PAGETIER_IOC_CGROUP_STATS, &s));
 	EXPECT_LE(2U, s.count);
 
 	memset(big, 0xff, sizeof(big));
 	s.capacity = 1;
 	s.entries = (uintptr_t)big;
-	ASSERT_EQ(0, xioctl(self->ctl, PAGETIER_IOC_CGROUP_STATS, &s));
+	ASSERT_EQ(0, tu_ioctl(self->ctl, PAGETIER_IOC_CGROUP_STATS, &s));
 	EXPECT_LE(2U, s.count);
 	EXPECT_EQ(0ULL, big[0].future[0] | big[0].future[1]);	/* zero-padded */
 	EXPECT_EQ(~0ULL, big[1].e.cgroup_id);			/* untouched */
 
 	s.capacity = 2;
-	ASSERT_EQ(0, xioctl(self->ctl, PAGETIER_IOC_CGROUP_STATS, &s));
+	ASSERT_EQ(0, tu_ioctl(self->ctl, PAGETIER_IOC_CGROUP_STATS, &s));
 	EXPECT_TRUE((big[0].e.cgroup_id == self_id && big[1].e.cgroup_id == 0) ||
 		    (big[1].e.cgroup_id == self_id && big[0].e.cgroup_id == 0))
 		TH_LOG("entries %llu %llu, self %llu", (unsigned long long)big[0].e.cgroup_id,
@@ -868,8 +730,8 @@ TEST_F_TIMEOUT(tier, rw_discard_attribution, 300)
 		ASSERT_EQ(0, wait_exit(&self->kid[i])) TH_LOG("writer %u failed", i);
 	}
 
-	ASSERT_EQ(0, cgroup_stat(self->ctl, self->c.tier_id, id[0], &sa));
-	ASSERT_EQ(0, cgroup_stat(self->ctl, self->c.tier_id, id[1], &sb));
+	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->c.tier_id, id[0], &sa));
+	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->c.tier_id, id[1], &sb));
 	EXPECT_EQ(pages[0], sa.pages_stored);
 	EXPECT_EQ(pages[1], sb.pages_stored);
 	EXPECT_EQ(total * PG, sa.bytes_written);
@@ -899,8 +761,8 @@ TEST_F_TIMEOUT(tier, rw_discard_attribution, 300)
 		ASSERT_EQ((ssize_t)PG, pread(fd, buf, PG, (runs[i].slot + k) * PG));
 		ASSERT_EQ(-1, check_page(buf, seed + runs[i].owner, runs[i].slot + k));
 	}
-	ASSERT_EQ(0, cgroup_stat(self->ctl, self->c.tier_id, id[0], &sa2));
-	ASSERT_EQ(0, cgroup_stat(self->ctl, self->c.tier_id, id[1], &sb2));
+	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->c.tier_id, id[0], &sa2));
+	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->c.tier_id, id[1], &sb2));
 	/* Reads are charged to the owner of the slot, not to the reader. */
 	EXPECT_EQ((pages[0] + NRUNS / 2) * PG, sa2.bytes_read - sa.bytes_read);
 	EXPECT_EQ((pages[1] + NRUNS / 2) * PG, sb2.bytes_read - sb.bytes_read);
@@ -920,8 +782,8 @@ TEST_F_TIMEOUT(tier, rw_discard_attribution, 300)
 		}
 	}
 	close(fd);
-	ASSERT_EQ(0, cgroup_stat(self->ctl, self->c.tier_id, id[0], &sa2));
-	ASSERT_EQ(0, cgroup_stat(self->ctl, self->c.tier_id, id[1], &sb2));
+	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->c.tier_id, id[0], &sa2));
+	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->c.tier_id, id[1], &sb2));
 	EXPECT_EQ(pages[0] - disc[0], sa2.pages_stored);
 	EXPECT_EQ(pages[1] - disc[1], sb2.pages_stored);
 	ASSERT_EQ(0, tier_stat(self->c.tier_id, v2));
@@ -937,7 +799,7 @@ TEST_F_TIMEOUT(tier, rw_discard_attribution, 300)
 	close(fd);
 	ASSERT_EQ(0, tier_stat(self->c.tier_id, v2));
 	EXPECT_EQ(0ULL, v2[ST_PAGES]);
-	ASSERT_EQ(0, cgroup_stat(self->ctl, self->c.tier_id, id[0], &sa2));
+	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->c.tier_id, id[0], &sa2));
 	EXPECT_EQ(0ULL, sa2.pages_stored);
 	EXPECT_EQ(total * PG, sa2.bytes_written);
 	free(buf);
@@ -955,11 +817,11 @@ TEST_F_TIMEOUT(tier, rw_discard_attribution, 300)
 static int make_error_tier(FIXTURE_DATA(tier) *self, char *dev, size_t len)
 {
 	struct pagetier_tier_create c;
-	char cmd[PATH_MAX * 2];
+	char cmd[PATH_MAX * 2], dm_path[96];
 	int ret;
 
 	if (self->created) {
-		ret = tier_destroy(self->ctl, self->c.tier_id);
+		ret = tu_tier_destroy(self->ctl, self->c.tier_id);
 		if (ret)
 			return ret;
 		self->created = false;
@@ -971,20 +833,20 @@ static int make_error_tier(FIXTURE_DATA(tier) *self, char *dev, size_t len)
 	snprintf(cmd, sizeof(cmd),
 		 "printf '0 %llu linear %s 0\\n%llu %llu error\\n' | "
 		 "dmsetup create %s --noudevsync && dmsetup mknodes %s",
-		 ERR_GOOD_SECTORS, backing_path(), ERR_GOOD_SECTORS, ERR_BAD_SECTORS,
+		 ERR_GOOD_SECTORS, tu_backing(), ERR_GOOD_SECTORS, ERR_BAD_SECTORS,
 		 self->dm_name, self->dm_name);
 	if (system(cmd)) {
 		self->dm_name[0] = '\0';
 		return -EIO;
 	}
-	snprintf(cmd, sizeof(cmd), "/dev/mapper/%s", self->dm_name);
-	ret = tier_create(self->ctl, cmd, &c);
+	snprintf(dm_path, sizeof(dm_path), "/dev/mapper/%s", self->dm_name);
+	ret = tu_tier_create(self->ctl, dm_path, &c);
 	if (ret)
 		return ret;
 	self->err_created = true;
 	self->err_tier = c.tier_id;
 	snprintf(dev, len, "/dev/%s%u", PAGETIER_DISK_NAME, c.tier_id);
-	return wait_node(dev);
+	return tu_wait_node(dev);
 }
 
 /*
@@ -1034,7 +896,7 @@ TEST_F(tier, backing_errors)
 	EXPECT_EQ(0ULL, v[ST_RERR]);
 	/* seg_stat column 5: bad segments. */
 	snprintf(cmd, sizeof(cmd), "/sys/block/%s/seg_stat", dev + 5);
-	ASSERT_EQ(0, read_file(cmd, cmd, sizeof(cmd)));
+	ASSERT_EQ(0, tu_read_file(cmd, cmd, sizeof(cmd)));
 	ASSERT_EQ(5, sscanf(cmd, "%llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4]));
 	EXPECT_EQ(1ULL, v[4]);
 
@@ -1043,7 +905,7 @@ TEST_F(tier, backing_errors)
 		 "dmsetup suspend %s && printf '0 2048 linear %s 0\\n2048 2048 error\\n"
 		 "4096 %llu linear %s 4096\\n%llu %llu error\\n' | dmsetup load %s && "
 		 "dmsetup resume %s",
-		 self->dm_name, backing_path(), ERR_GOOD_SECTORS - 4096, backing_path(),
+		 self->dm_name, tu_backing(), ERR_GOOD_SECTORS - 4096, tu_backing(),
 		 ERR_GOOD_SECTORS, ERR_BAD_SECTORS, self->dm_name, self->dm_name);
 	ASSERT_EQ(0, system(cmd));
 	for (chunk = 0; chunk < ok_chunks; chunk++) {
@@ -1065,7 +927,7 @@ TEST_F(tier, backing_errors)
 	ASSERT_EQ(0, tier_stat(self->err_tier, v));
 	EXPECT_EQ(ok_chunks * 16ULL, v[ST_PAGES]);
 	EXPECT_EQ(16ULL * 16, v[ST_RERR]);
-	ASSERT_EQ(0, cgroup_stat(self->ctl, self->err_tier, self_id, &st));
+	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->err_tier, self_id, &st));
 	EXPECT_EQ(ok_chunks * 16ULL, st.pages_stored);
 	EXPECT_EQ((ok_chunks + 1) * 16ULL * PG, st.bytes_written);
 	free(buf);
@@ -1080,7 +942,7 @@ static long vmswap_pages(void)
 {
 	char buf[4096], *p;
 
-	if (read_file("/proc/self/status", buf, sizeof(buf)))
+	if (tu_read_file("/proc/self/status", buf, sizeof(buf)))
 		return -1;
 	p = strstr(buf, "VmSwap:");
 	return p ? strtol(p + 7, NULL, 10) / 4 : -1;
@@ -1133,15 +995,15 @@ static int swap_prepare(FIXTURE_DATA(tier) *self)
 	unsigned int lines = 0;
 	char buf[4096], *p;
 
-	if (read_file("/proc/swaps", buf, sizeof(buf)))
+	if (tu_read_file("/proc/swaps", buf, sizeof(buf)))
 		return -EIO;
 	for (p = buf; (p = strchr(p, '\n')); p++)
 		lines++;
 	if (lines > 1)
 		return -EEXIST;
-	if (!read_file("/sys/module/zswap/parameters/enabled", buf, sizeof(buf)) &&
+	if (!tu_read_file("/sys/module/zswap/parameters/enabled", buf, sizeof(buf)) &&
 	    buf[0] == 'Y') {
-		if (write_file("/sys/module/zswap/parameters/enabled", "N"))
+		if (tu_write_file("/sys/module/zswap/parameters/enabled", "N"))
 			return -EIO;
 		self->zswap_was_on = true;
 	}
@@ -1205,7 +1067,7 @@ TEST_F_TIMEOUT(tier, swap_write_error_keeps_pages, 300)
 	EXPECT_LE(1ULL, v[ST_WERR]);
 	/* Only the working 4 MiB can hold pages: failed writes left nothing behind. */
 	EXPECT_GE(ERR_GOOD_SECTORS / 8, v[ST_PAGES]);
-	ASSERT_EQ(0, cgroup_stat(self->ctl, self->err_tier, id, &st));
+	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->err_tier, id, &st));
 	EXPECT_GE(ERR_GOOD_SECTORS / 8, st.pages_stored);
 
 	ASSERT_EQ(1, write(go[1], "g", 1));
@@ -1240,7 +1102,7 @@ TEST_F_TIMEOUT(tier, swap_roundtrip_per_cgroup, 400)
 	TH_LOG("seed %llu", (unsigned long long)seed);
 
 	ASSERT_EQ(0, swap_on(self, self->dev));
-	ASSERT_EQ(0, read_file("/proc/swaps", buf, sizeof(buf)));
+	ASSERT_EQ(0, tu_read_file("/proc/swaps", buf, sizeof(buf)));
 	ASSERT_TRUE(strstr(buf, self->dev) != NULL) TH_LOG("%s", buf);
 	ASSERT_TRUE(strstr(buf, "32767") != NULL) TH_LOG("%s", buf);
 
@@ -1265,7 +1127,7 @@ TEST_F_TIMEOUT(tier, swap_roundtrip_per_cgroup, 400)
 
 	/* Each cgroup owns (at least) the pages it has on swap, and nobody else's. */
 	for (i = 0; i < 2; i++) {
-		ASSERT_EQ(0, cgroup_stat(self->ctl, self->c.tier_id, id[i], &st[i]));
+		ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->c.tier_id, id[i], &st[i]));
 		TH_LOG("cgroup %llu: pages_stored %llu bytes_written %llu write_ios %llu",
 		       (unsigned long long)id[i], (unsigned long long)st[i].pages_stored,
 		       (unsigned long long)st[i].bytes_written,
@@ -1296,7 +1158,7 @@ TEST_F_TIMEOUT(tier, swap_roundtrip_per_cgroup, 400)
 		close(report[i][0]);
 	}
 	for (i = 0; i < 2; i++) {
-		ASSERT_EQ(0, cgroup_stat(self->ctl, self->c.tier_id, id[i], &st2[i]));
+		ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->c.tier_id, id[i], &st2[i]));
 		TH_LOG("cgroup %llu: after swap-in bytes_read %llu read_ios %llu pages_stored %llu",
 		       (unsigned long long)id[i], (unsigned long long)st2[i].bytes_read,
 		       (unsigned long long)st2[i].read_ios,
