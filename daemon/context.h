@@ -89,6 +89,7 @@ struct pt_context {
 	/* Wake sources. */
 	char wake_source[48];		/* what detected the last wake */
 	uint64_t bpf_events[8];		/* by enum pt_bpf_event_type */
+	uint64_t tier_reads;		/* demand reads of its pages on the tiers (event ring) */
 	uint64_t preload_records;
 	uint64_t last_wakeup_ms;	/* last BPF task-wakeup event while idle */
 

@@ -154,3 +154,42 @@ int pt_kmod_prefetch(int fd, uint64_t cgroup_id, uint64_t budget, uint64_t *plan
 	}
 	return rc;
 }
+
+int pt_kmod_events_open(void)
+{
+	struct pagetier_events ev = { .size = sizeof(ev) };
+	int fd = open(PT_CTL_DEV, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, PAGETIER_IOC_EVENTS, &ev)) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int pt_kmod_events_read(int fd, void (*fn)(const struct pagetier_event *e, void *arg),
+			void *arg, uint64_t *lost)
+{
+	struct pagetier_event buf[64];
+	int total = 0;
+
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0)
+			return errno == EAGAIN ? total : (total ? total : -errno);
+		if (n == 0 || n % (ssize_t)sizeof(buf[0]))
+			return total;	/* the module returns whole records only */
+		for (size_t i = 0; i < (size_t)n / sizeof(buf[0]); i++) {
+			if (buf[i].type == PAGETIER_EVENT_LOST)
+				*lost += buf[i].slot;
+			else
+				fn(&buf[i], arg);
+			total++;
+		}
+	}
+}

@@ -29,6 +29,17 @@ int pt_kmod_cgroup_pages(int fd, uint64_t cgroup_id, uint64_t *pages);
  * read. Returns 0, or the first error other than -ENOENT.
  */
 int pt_kmod_prefetch(int fd, uint64_t cgroup_id, uint64_t budget, uint64_t *planned);
+/*
+ * The tier event ring: a descriptor of its own on the control device (non-blocking),
+ * subscribed with PAGETIER_IOC_EVENTS; fd or negative errno.
+ */
+int pt_kmod_events_open(void);
+/*
+ * Reads what the ring holds and calls @fn for each record; returns the records read or a
+ * negative errno. @lost adds the records the kernel dropped (PAGETIER_EVENT_LOST).
+ */
+int pt_kmod_events_read(int fd, void (*fn)(const struct pagetier_event *e, void *arg),
+			void *arg, uint64_t *lost);
 /* Tier ids present in /sys/block (pagetierN); returns the count (at most @max). */
 int pt_kmod_list_tiers(uint32_t *ids, int max);
 

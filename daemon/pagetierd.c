@@ -43,6 +43,8 @@ struct pt_daemon {
 	size_t cap_ctxs;
 	int kmod_fd;
 	int prefetch_fd;			/* kmod_fd if it has PAGETIER_FEAT_PREFETCH, else -1 */
+	int events_fd;				/* the tier event ring, -1 if none */
+	uint64_t tier_events_lost;
 	int epfd, tfd, sfd, lfd;
 	struct pt_workers workers;
 	struct pt_bpf *bpf;			/* NULL: BPF unavailable */
@@ -222,6 +224,22 @@ static int on_bpf_event(const struct pt_bpf_event *e, void *arg)
 		break;
 	}
 	return 0;
+}
+
+/*
+ * A demand read on a tier: a swap-in of one of the container's pages. While it is idle,
+ * that is its wake (the daemon's own prefetch runs only once it is awake).
+ */
+static void on_tier_event(const struct pagetier_event *e, void *arg)
+{
+	struct pt_daemon *d = arg;
+	struct pt_context *ctx;
+
+	if (e->type != PAGETIER_EVENT_DEMAND_READ || !(ctx = find_ctx_by_id(d, e->cgroup_id)))
+		return;
+	ctx->tier_reads++;
+	if (ctx->idle.state == PT_STATE_IDLE)
+		wake_by(d, ctx, "demand read (tier)");
 }
 
 /* The context a cgroup path ("/a/b") belongs to: its own, or its nearest tracked ancestor. */
@@ -562,6 +580,12 @@ static void report_backend(struct pt_daemon *d)
 
 		if (pt_kmod_features(d->kmod_fd) & PAGETIER_FEAT_PREFETCH)
 			d->prefetch_fd = d->kmod_fd;
+		if (pt_kmod_features(d->kmod_fd) & PAGETIER_FEAT_EVENTS) {
+			d->events_fd = pt_kmod_events_open();
+			if (d->events_fd < 0)
+				pt_warn("tier event ring unavailable (%s): no wake by tier demand read",
+					strerror(-d->events_fd));
+		}
 		pt_info("backend: pagetier.ko (ABI %d), %d tier device(s), wake prefetch %s",
 			PAGETIER_ABI_VERSION, nt < 0 ? 0 : nt,
 			d->prefetch_fd >= 0 ? "staged by the tier, then MADV_WILLNEED" :
@@ -629,6 +653,10 @@ static int setup_loop(struct pt_daemon *d)
 		ev.data.fd = pt_preload_server_fd(d->preload);
 		epoll_ctl(d->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	}
+	if (d->events_fd >= 0) {
+		ev.data.fd = d->events_fd;
+		epoll_ctl(d->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	}
 	return 0;
 }
 
@@ -687,7 +715,7 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	struct pt_daemon d = { .config_dir = "/etc/pagetier", .kmod_fd = -1, .prefetch_fd = -1,
-			      .lfd = -1 };
+			      .events_fd = -1, .lfd = -1 };
 	const char *level_arg = NULL;
 	bool check_only = false, lock = true;
 	char err[PT_ERRBUF_MAX];
@@ -793,6 +821,14 @@ int main(int argc, char **argv)
 				ctl_accept(&d);
 			} else if (fd == d.workers.efd) {
 				pt_workers_reap(&d.workers, &d);
+			} else if (fd == d.events_fd) {
+				uint64_t lost = d.tier_events_lost;
+
+				pt_kmod_events_read(d.events_fd, on_tier_event, &d,
+						    &d.tier_events_lost);
+				if (d.tier_events_lost != lost)
+					pt_debug("tier event ring: %llu records lost so far",
+						 (unsigned long long)d.tier_events_lost);
 			} else if (d.bpf && fd == pt_bpf_fd(d.bpf)) {
 				pt_bpf_poll(d.bpf, on_bpf_event, &d);
 			} else if (d.preload && fd == pt_preload_server_fd(d.preload)) {
@@ -814,6 +850,8 @@ int main(int argc, char **argv)
 	free(d.ctxs);
 	unlink(d.sock_path);
 	pt_config_free(&d.cfg);
+	if (d.events_fd >= 0)
+		close(d.events_fd);
 	if (d.kmod_fd >= 0)
 		close(d.kmod_fd);
 	return 0;
