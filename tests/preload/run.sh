@@ -188,4 +188,5 @@ else
 fi
 
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
-[ "$FAIL" = 0 ]
+# make test sets PT_STRICT: make deps installed every program, so a skip there is a failure.
+[ "$FAIL" = 0 ] && { [ -z "${PT_STRICT:-}" ] || [ "$SKIP" = 0 ]; }
