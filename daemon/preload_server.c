@@ -683,6 +683,9 @@ static int request(struct pt_preload_server *s, pid_t pid, bool trim)
 		if (p->registered && !p->gone && (pid == 0 || p->pid == pid)) {
 			bump_request(p, trim);
 			found++;
+			pt_debug("preload: asked pid %d (cgroup %s) %s (request %u)", (int)p->pid,
+				 p->cgroup, trim ? "to malloc_trim(0)" : "to signal its next activity",
+				 trim ? p->trim_seq : p->idle_seq);
 		}
 	}
 	return found ? 0 : -ENOENT;
@@ -723,10 +726,33 @@ void pt_preload_server_stats(const struct pt_preload_server *s,
 
 void pt_preload_server_close(struct pt_preload_server *s)
 {
+	uint64_t rejected = 0;
+
 	if (!s)
 		return;
 	while (s->npeers)
 		peer_remove(s, s->peers[s->npeers - 1]);
+	/* Every peer's counters are in s->st now: what this server did, for the log. */
+	for (int i = 0; i < PT_PRELOAD_REJ_NR; i++)
+		rejected += s->st.rejected[i];
+	if (s->st.accepted_peers || s->st.rejected_peers || s->st.bad_hellos)
+		pt_info("preload: %llu peers registered, %llu not opted in, %llu bad registrations; "
+			"records: %llu taken, %llu rejected (size %llu, type %llu, flags %llu, "
+			"range %llu, stalled %llu, foreign %llu), %llu throttled, %llu dropped by "
+			"the peers (ring full); %llu doorbells, %llu malloc_trim calls",
+			(unsigned long long)s->st.accepted_peers,
+			(unsigned long long)s->st.rejected_peers,
+			(unsigned long long)s->st.bad_hellos, (unsigned long long)s->st.records,
+			(unsigned long long)rejected,
+			(unsigned long long)s->st.rejected[PT_PRELOAD_REJ_SIZE],
+			(unsigned long long)s->st.rejected[PT_PRELOAD_REJ_TYPE],
+			(unsigned long long)s->st.rejected[PT_PRELOAD_REJ_FLAGS],
+			(unsigned long long)s->st.rejected[PT_PRELOAD_REJ_RANGE],
+			(unsigned long long)s->st.rejected[PT_PRELOAD_REJ_STALLED],
+			(unsigned long long)s->st.rejected[PT_PRELOAD_REJ_FOREIGN],
+			(unsigned long long)s->st.throttled,
+			(unsigned long long)s->st.producer_dropped,
+			(unsigned long long)s->st.doorbells, (unsigned long long)s->st.trims);
 	free(s->peers);
 	if (s->lsock >= 0) {
 		close(s->lsock);

@@ -236,6 +236,7 @@ static atomic_uint_fast64_t g_last_heartbeat_ns;
 static atomic_uint_fast64_t g_last_attempt_ns;
 static atomic_uint_fast64_t g_calls;	/* flushed from threads at ticks */
 static bool g_disabled;
+static bool g_no_trim;			/* PAGETIER_PRELOAD_NO_TRIM: trim requests acked, not run */
 static pthread_key_t g_thread_key;
 static bool g_have_key;
 
@@ -585,8 +586,10 @@ static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint6
 	}
 	if (trim_seq != r->hdr->trim_done) {
 		r->hdr->trim_done = trim_seq;
-		malloc_trim(0);
-		r->hdr->trims++;
+		if (!g_no_trim) {
+			malloc_trim(0);
+			r->hdr->trims++;
+		}
 	}
 	errno = saved;
 }
@@ -1058,8 +1061,11 @@ static void atfork_child(void)
 __attribute__((constructor)) static void pagetier_init(void)
 {
 	const char *off = getenv("PAGETIER_PRELOAD_DISABLE");
+	const char *no_trim = getenv("PAGETIER_PRELOAD_NO_TRIM");
 
 	resolve();
+	/* For benchmarks: the daemon's malloc_trim requests are acknowledged but not run. */
+	g_no_trim = no_trim && *no_trim && *no_trim != '0';
 	if (off && *off && *off != '0') {
 		g_disabled = true;
 		atomic_store(&g_state, ST_REJECTED);
