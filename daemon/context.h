@@ -66,6 +66,7 @@ struct pt_context {
 	bool busy;			/* an action is in flight */
 	bool wake_pending;		/* woke while busy: prefetch when the action ends */
 	bool offload_pending;		/* went idle while busy: offload when it is free */
+	uint64_t trim_until_ms;		/* idle: offload waits for malloc_trim until then */
 
 	/* Wake set: what was offloaded at idle, prefetched back on wake. */
 	struct pt_proc_ranges *wake_set;

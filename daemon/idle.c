@@ -48,6 +48,12 @@ enum pt_idle_event pt_idle_update(struct pt_idle *t, uint64_t usage_usec, uint64
 	return PT_EV_NONE;
 }
 
+void pt_idle_rebase(struct pt_idle *t, uint64_t usage_usec)
+{
+	t->primed = true;
+	t->last_usage_usec = usage_usec;
+}
+
 enum pt_idle_event pt_idle_poke(struct pt_idle *t, uint64_t now_ms)
 {
 	t->last_active_ms = now_ms;

@@ -30,6 +30,11 @@ struct pt_idle {
 void pt_idle_init(struct pt_idle *t, uint64_t now_ms);
 enum pt_idle_event pt_idle_update(struct pt_idle *t, uint64_t usage_usec, uint64_t now_ms,
 				  uint64_t idle_threshold_ms);
+/*
+ * Takes @usage_usec as the last sample without judging it: CPU the daemon itself caused
+ * (a malloc_trim it asked for at idle) is not activity.
+ */
+void pt_idle_rebase(struct pt_idle *t, uint64_t usage_usec);
 /* An external wake signal (tier demand read, packet, preload activity). */
 enum pt_idle_event pt_idle_poke(struct pt_idle *t, uint64_t now_ms);
 void pt_idle_wake_done(struct pt_idle *t);

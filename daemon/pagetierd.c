@@ -286,19 +286,41 @@ static void rescan(struct pt_daemon *d)
 			drop_ctx(d, i, "cgroup gone or no longer opted in");
 }
 
+/* How long the offload at idle waits for the preloaded processes' malloc_trim. */
+#define PT_TRIM_WAIT_MS 500
+
 /*
- * Idle: preloaded processes drop their freed heap (malloc_trim) rather than have it written
- * to the tier, and ring the doorbell at their next allocator call, a wake signal.
+ * Idle: preloaded processes drop their freed heap (malloc_trim, served at once by the
+ * library's trim thread) rather than have it written to the tier; the offload waits for
+ * that, PT_TRIM_WAIT_MS at most. They also ring the doorbell at their next allocator
+ * call, a wake signal.
  */
-static void preload_idle(struct pt_daemon *d, struct pt_context *ctx)
+static void preload_idle(struct pt_daemon *d, struct pt_context *ctx, uint64_t now)
 {
 	pid_t pids[256];
 	int n = pt_cgroup_pids(ctx->dir, pids, 256);
 
 	for (int i = 0; i < n; i++) {
-		pt_preload_server_request_trim(d->preload, pids[i]);
+		if (pt_preload_server_request_trim(d->preload, pids[i]) == 0)
+			ctx->trim_until_ms = now + PT_TRIM_WAIT_MS;
 		pt_preload_server_arm_wake(d->preload, pids[i]);
 	}
+}
+
+/* Whether the offload of @ctx still waits for a trim it asked for. */
+static bool trim_pending(struct pt_daemon *d, struct pt_context *ctx, uint64_t now)
+{
+	pid_t pids[256];
+	int n;
+
+	if (!ctx->trim_until_ms)
+		return false;
+	n = d->preload && now < ctx->trim_until_ms ? pt_cgroup_pids(ctx->dir, pids, 256) : 0;
+	for (int i = 0; i < n; i++)
+		if (pt_preload_server_trim_pending(d->preload, pids[i]))
+			return true;
+	ctx->trim_until_ms = 0;
+	return false;
 }
 
 static uint64_t mem_available(void)
@@ -395,18 +417,27 @@ static void tick(struct pt_daemon *d)
 		}
 		if (d->kmod_fd >= 0)
 			pt_kmod_cgroup_pages(d->kmod_fd, ctx->cgroup_id, &ctx->tier_pages);
-		ev = pt_idle_update(&ctx->idle, ctx->sample.cpu_usage_usec, now,
-				    ctx->policy.idle_threshold_ms);
+		if (ctx->trim_until_ms && ctx->idle.state == PT_STATE_IDLE) {
+			/* The trim it asked for uses the container's CPU: not a wake. */
+			pt_idle_rebase(&ctx->idle, ctx->sample.cpu_usage_usec);
+			if (trim_pending(d, ctx, now))
+				continue;
+			ev = PT_EV_NONE;
+		} else {
+			ctx->trim_until_ms = 0;
+			ev = pt_idle_update(&ctx->idle, ctx->sample.cpu_usage_usec, now,
+					    ctx->policy.idle_threshold_ms);
+		}
 		if (ev == PT_EV_WENT_IDLE) {
 			pt_info("%s: idle for %llu ms", ctx->policy.name,
 				(unsigned long long)ctx->policy.idle_threshold_ms);
 			if (d->preload)
-				preload_idle(d, ctx);
+				preload_idle(d, ctx, now);
 			/* Issued below, or as soon as an action in flight (a scan) is done. */
 			ctx->offload_pending = true;
 		}
 		if (ctx->idle.state == PT_STATE_IDLE && ctx->offload_pending) {
-			if (!ctx->busy) {
+			if (!ctx->busy && !trim_pending(d, ctx, now)) {
 				ctx->offload_pending = false;
 				submit(d, pt_context_offload(ctx, d->cfg.offload_rate));
 			}

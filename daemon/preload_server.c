@@ -7,6 +7,7 @@
 #include "preload_server.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -17,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -664,9 +666,11 @@ int pt_preload_server_drain(struct pt_preload_server *s, pt_preload_record_fn fn
 
 static void bump_request(struct peer *p, bool trim)
 {
-	if (trim)
+	if (trim) {
 		__atomic_store_n(&p->ctl->trim_seq, ++p->trim_seq, __ATOMIC_RELEASE);
-	else
+		/* The library's trim thread sleeps on it (a shared futex: the memfd). */
+		syscall(SYS_futex, &p->ctl->trim_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	} else
 		__atomic_store_n(&p->ctl->idle_seq, ++p->idle_seq, __ATOMIC_RELEASE);
 	__atomic_store_n(&p->ctl->req_seq, ++p->req_seq, __ATOMIC_RELEASE);
 	/* After req_seq: the library's next allocation takes its slow path and sees it. */
@@ -694,6 +698,19 @@ static int request(struct pt_preload_server *s, pid_t pid, bool trim)
 int pt_preload_server_request_trim(struct pt_preload_server *s, pid_t pid)
 {
 	return request(s, pid, true);
+}
+
+bool pt_preload_server_trim_pending(const struct pt_preload_server *s, pid_t pid)
+{
+	for (unsigned int i = 0; i < s->npeers; i++) {
+		const struct peer *p = s->peers[i];
+
+		if (p->registered && !p->gone && p->pid == pid &&
+		    __atomic_load_n(&((const struct pt_preload_hdr *)p->ring)->trim_done,
+				    __ATOMIC_ACQUIRE) != p->trim_seq)
+			return true;
+	}
+	return false;
 }
 
 int pt_preload_server_arm_wake(struct pt_preload_server *s, pid_t pid)

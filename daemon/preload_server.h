@@ -157,8 +157,13 @@ int pt_preload_server_accept(struct pt_preload_server *s);
  */
 int pt_preload_server_drain(struct pt_preload_server *s, pt_preload_record_fn fn, void *arg);
 
-/* Asks the registered processes with this pid (0: all) to malloc_trim(0). 0 or -ENOENT. */
+/*
+ * Asks the registered processes with this pid (0: all) to malloc_trim(0): the library's
+ * trim thread is woken and serves it at once. 0 or -ENOENT.
+ */
 int pt_preload_server_request_trim(struct pt_preload_server *s, pid_t pid);
+/* Whether a process with this pid has a trim request it has not served yet. */
+bool pt_preload_server_trim_pending(const struct pt_preload_server *s, pid_t pid);
 
 /*
  * Tells the registered processes with this pid (0: all) that they are idle: each answers

@@ -12,7 +12,11 @@
  *  - with no daemon (or a daemon that does not want us) it is a pass-through;
  *  - small allocations are sampled (1 in 2^sample_shift per thread, counted; frees: 1 in
  *    2^sample_shift by address) and batched per thread; big ones (>= big_threshold) and
- *    mapping changes are always reported.
+ *    mapping changes are always reported;
+ *  - once registered, one thread of ours ("pagetier-trim", signals blocked) sleeps on a
+ *    futex in the ring and runs malloc_trim(0) when the daemon asks, at idle, when the
+ *    application itself makes no call (PAGETIER_PRELOAD_TRIM_THREAD=0: no thread, the
+ *    request waits for the next allocator call).
  *
  * The real functions come from dlsym(RTLD_NEXT) (so another preloaded allocator still works),
  * resolved on first use. dlsym itself may call calloc: those calls, made while resolving, are
@@ -33,8 +37,11 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -237,6 +244,8 @@ static atomic_uint_fast64_t g_last_attempt_ns;
 static atomic_uint_fast64_t g_calls;	/* flushed from threads at ticks */
 static bool g_disabled;
 static bool g_no_trim;			/* PAGETIER_PRELOAD_NO_TRIM: trim requests acked, not run */
+static bool g_trim_thread_off;		/* PAGETIER_PRELOAD_TRIM_THREAD=0 */
+static atomic_bool g_trim_thread;	/* the trim thread runs (in this process) */
 static pthread_key_t g_thread_key;
 static bool g_have_key;
 
@@ -512,14 +521,19 @@ out:
 	atomic_store(&g_state, state);
 }
 
+static void start_trim_thread(void);
+
 static void try_register(void)
 {
 	int expected = ST_NONE;
 
 	if (g_disabled || !resolved())
 		return;
-	if (atomic_compare_exchange_strong(&g_state, &expected, ST_REGISTERING))
+	if (atomic_compare_exchange_strong(&g_state, &expected, ST_REGISTERING)) {
 		register_ring();
+		if (atomic_load(&g_state) == ST_PENDING)
+			start_trim_thread();
+	}
 }
 
 /* Stop using the ring (rejected, or the daemon went away). Its mapping stays. */
@@ -563,6 +577,90 @@ static void doorbell(void)
 		(void)send(g_sock, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+/*
+ * malloc_trim(0) for request @seq, once: the trim thread and an allocator call may both
+ * see it. trim_done is written after the trim, so the daemon, which waits for it before
+ * it offloads, does not page out what the trim is about to drop.
+ */
+static bool serve_trim(struct ring *r, uint32_t seq)
+{
+	static atomic_uint serving;
+	unsigned int idle = 0;
+
+	if (!atomic_compare_exchange_strong(&serving, &idle, 1))
+		return false;	/* another thread is trimming */
+	if (r->hdr->trim_done != seq) {
+		if (!g_no_trim) {
+			malloc_trim(0);
+			r->hdr->trims++;
+		}
+		atomic_store_explicit((_Atomic uint32_t *)&r->hdr->trim_done, seq,
+				      memory_order_release);
+	}
+	atomic_store(&serving, 0);
+	return true;
+}
+
+/*
+ * The trim thread: a process that sleeps makes no allocator call, so a request served
+ * only there comes too late for the offload at idle. This thread sleeps on ctl.trim_seq
+ * (a futex in the shared ring; the daemon wakes it) and serves trim requests at once.
+ * It looks at the ring again every 10 s at most, since a new registration replaces it;
+ * that wakeup is one short one and not a wake signal for the daemon (a single task
+ * wakeup is not). All signals are blocked in it: they stay the application's.
+ */
+static void *trim_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
+		struct timespec ts10 = { .tv_sec = 10 };
+		uint32_t seq;
+
+		if (!r) {
+			nanosleep(&ts10, NULL);
+			continue;
+		}
+		seq = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->trim_seq,
+					   memory_order_acquire);
+		if (seq != r->hdr->trim_done) {
+			struct timespec ms1 = { .tv_nsec = 1000000 };
+
+			if (!serve_trim(r, seq))
+				nanosleep(&ms1, NULL);
+			continue;
+		}
+		syscall(SYS_futex, &r->ctl->trim_seq, FUTEX_WAIT, seq, &ts10, NULL, 0);
+	}
+	return NULL;
+}
+
+/* Starts the trim thread once per process, after a registration. */
+static void start_trim_thread(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t th;
+	bool no = false;
+
+	if (g_trim_thread_off || !atomic_compare_exchange_strong(&g_trim_thread, &no, true))
+		return;
+	if (pthread_attr_init(&attr)) {
+		atomic_store(&g_trim_thread, false);
+		return;
+	}
+	pthread_attr_setstacksize(&attr, 64 << 10);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&th, &attr, trim_main, NULL))
+		atomic_store(&g_trim_thread, false);
+	else
+		pthread_setname_np(th, "pagetier-trim");
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+}
+
 /* The daemon bumped ctl.req_seq: serve its requests. Runs after the real call. */
 static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint64_t seen,
 							   uint64_t req)
@@ -584,13 +682,8 @@ static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint6
 		emit_now(PT_PRELOAD_REC_HEARTBEAT, PT_PRELOAD_F_WAKE, 0, ts.calls, 0, 0);
 		doorbell();
 	}
-	if (trim_seq != r->hdr->trim_done) {
-		r->hdr->trim_done = trim_seq;
-		if (!g_no_trim) {
-			malloc_trim(0);
-			r->hdr->trims++;
-		}
-	}
+	if (trim_seq != r->hdr->trim_done)
+		(void)serve_trim(r, trim_seq);
 	errno = saved;
 }
 
@@ -1052,6 +1145,7 @@ static void atfork_child(void)
 	ts.countdown = 0;	/* the first hooked call ticks */
 	ts.tid = 0;
 	atomic_store(&g_req_seen, 0);
+	atomic_store(&g_trim_thread, false);	/* threads do not survive fork */
 	atomic_store(&g_last_tick_ns, 0);
 	atomic_store(&g_last_attempt_ns, 0);
 	atomic_store(&g_state, g_disabled || atomic_load(&g_state) == ST_REJECTED ?
@@ -1062,10 +1156,13 @@ __attribute__((constructor)) static void pagetier_init(void)
 {
 	const char *off = getenv("PAGETIER_PRELOAD_DISABLE");
 	const char *no_trim = getenv("PAGETIER_PRELOAD_NO_TRIM");
+	const char *trim_thread = getenv("PAGETIER_PRELOAD_TRIM_THREAD");
 
 	resolve();
 	/* For benchmarks: the daemon's malloc_trim requests are acknowledged but not run. */
 	g_no_trim = no_trim && *no_trim && *no_trim != '0';
+	/* A process that must stay single-threaded (unshare(CLONE_NEWUSER)) turns it off. */
+	g_trim_thread_off = trim_thread && *trim_thread == '0';
 	if (off && *off && *off != '0') {
 		g_disabled = true;
 		atomic_store(&g_state, ST_REJECTED);

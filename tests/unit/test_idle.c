@@ -80,6 +80,25 @@ static void test_poke_wakes_only_idle(void **state)
 	assert_int_equal(t.woke_at_ms, 7000);
 }
 
+/* CPU the daemon caused (a trim at idle), rebased away, does not wake; later use does. */
+static void test_rebase_absorbs_caused_cpu(void **state)
+{
+	struct pt_idle t;
+	uint64_t usage = 1000000;
+
+	(void)state;
+	pt_idle_init(&t, 0);
+	pt_idle_update(&t, usage, 0, IDLE_MS);
+	assert_int_equal(pt_idle_update(&t, usage, IDLE_MS, IDLE_MS), PT_EV_WENT_IDLE);
+	usage += 40000;				/* 40 ms of malloc_trim */
+	pt_idle_rebase(&t, usage);
+	assert_int_equal(t.state, PT_STATE_IDLE);
+	assert_int_equal(pt_idle_update(&t, usage, IDLE_MS + 100, IDLE_MS), PT_EV_NONE);
+	assert_int_equal(t.state, PT_STATE_IDLE);
+	usage += 5000;				/* the application runs */
+	assert_int_equal(pt_idle_update(&t, usage, IDLE_MS + 200, IDLE_MS), PT_EV_WOKE);
+}
+
 static void test_usage_going_back_is_activity(void **state)
 {
 	struct pt_idle t;
@@ -101,6 +120,7 @@ int main(void)
 		cmocka_unit_test(test_wakes_on_activity_then_done),
 		cmocka_unit_test(test_poke_wakes_only_idle),
 		cmocka_unit_test(test_usage_going_back_is_activity),
+		cmocka_unit_test(test_rebase_absorbs_caused_cpu),
 	};
 
 	return cmocka_run_group_tests_name("idle", tests, NULL, NULL);
