@@ -13,10 +13,10 @@
  *  - small allocations are sampled (1 in 2^sample_shift per thread, counted; frees: 1 in
  *    2^sample_shift by address) and batched per thread; big ones (>= big_threshold) and
  *    mapping changes are always reported;
- *  - once registered, one thread of ours ("pagetier-trim", signals blocked) sleeps on a
- *    futex in the ring and runs malloc_trim(0) when the daemon asks, at idle, when the
- *    application itself makes no call (PAGETIER_PRELOAD_TRIM_THREAD=0: no thread, the
- *    request waits for the next allocator call).
+ *  - a second after registration, one thread of ours ("pagetier-trim", signals blocked)
+ *    sleeps on a futex in the ring and runs malloc_trim(0) when the daemon asks, at idle,
+ *    when the application itself makes no call (PAGETIER_PRELOAD_TRIM_THREAD=0: no thread,
+ *    the request waits for the next allocator call).
  *
  * The real functions come from dlsym(RTLD_NEXT) (so another preloaded allocator still works),
  * resolved on first use. dlsym itself may call calloc: those calls, made while resolving, are
@@ -521,19 +521,14 @@ out:
 	atomic_store(&g_state, state);
 }
 
-static void start_trim_thread(void);
-
 static void try_register(void)
 {
 	int expected = ST_NONE;
 
 	if (g_disabled || !resolved())
 		return;
-	if (atomic_compare_exchange_strong(&g_state, &expected, ST_REGISTERING)) {
+	if (atomic_compare_exchange_strong(&g_state, &expected, ST_REGISTERING))
 		register_ring();
-		if (atomic_load(&g_state) == ST_PENDING)
-			start_trim_thread();
-	}
 }
 
 /* Stop using the ring (rejected, or the daemon went away). Its mapping stays. */
@@ -635,7 +630,7 @@ static void *trim_main(void *arg)
 	return NULL;
 }
 
-/* Starts the trim thread once per process, after a registration. */
+/* Starts the trim thread once per process, a second or so after it registered. */
 static void start_trim_thread(void)
 {
 	pthread_attr_t attr;
@@ -740,8 +735,15 @@ static void tick(void)
 		if (now - atomic_load(&g_last_heartbeat_ns) >= HEARTBEAT_NS) {
 			atomic_store(&g_last_heartbeat_ns, now);
 			emit_now(PT_PRELOAD_REC_HEARTBEAT, 0, 0, calls, 0, 0);
-			if (state == ST_ACTIVE)
+			if (state == ST_ACTIVE) {
 				check_sock(state);	/* daemon still there? once a second */
+				/*
+				 * Not at registration: short-lived processes (a shell's
+				 * children) would pay a thread each; what lives a second
+				 * may one day sleep, and needs it then.
+				 */
+				start_trim_thread();
+			}
 		}
 		if (state == ST_PENDING)
 			check_sock(state);		/* its answer, every tick until it comes */
