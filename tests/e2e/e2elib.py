@@ -85,18 +85,6 @@ def status_json(runtime):
     return {c["name"]: c for c in json.loads(r.stdout)["containers"]}
 
 
-def tier_bytes_by_cgroup():
-    r = ctl("--json", "tier", "stats")
-    if r.returncode != 0:
-        return {}
-    out = {}
-    for e in json.loads(r.stdout):
-        out[e["cgroup_id"]] = out.get(e["cgroup_id"], 0) + e["pages_stored"] * 4096
-    return out
-
-
-
-
 def tier_cgroup_stats():
     """pagetierctl tier stats --json, summed over tiers: {cgroup_id: {counter: value}}."""
     r = ctl("--json", "tier", "stats")
@@ -109,6 +97,11 @@ def tier_cgroup_stats():
             if isinstance(v, int) and k not in ("tier", "cgroup_id"):
                 acc[k] = acc.get(k, 0) + v
     return out
+
+
+def tier_bytes_by_cgroup():
+    """Bytes each cgroup has stored on the tiers: {cgroup_id: bytes}."""
+    return {cg: c.get("pages_stored", 0) * 4096 for cg, c in tier_cgroup_stats().items()}
 
 
 def setup_cgroups(parent, names):

@@ -93,21 +93,13 @@ static int tier_stat(__u32 id, unsigned long long v[NSTAT])
 }
 
 /* Deterministic page contents: never zero-filled, so 6.12 swap writes every page. */
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
 static void fill_page(void *page, uint64_t seed, uint64_t n)
 {
-	uint64_t *w = page, s = mix64(seed ^ mix64(n));
+	uint64_t *w = page, s = tu_mix64(seed ^ tu_mix64(n));
 	size_t i;
 
 	for (i = 0; i < PG / sizeof(*w); i++)
-		w[i] = s = mix64(s + i);
+		w[i] = s = tu_mix64(s + i);
 	w[0] |= 1;
 }
 
@@ -127,110 +119,6 @@ static long check_page(const void *page, uint64_t seed, uint64_t n)
 }
 
 /* ---- cgroups ---- */
-
-static int cg_setup_root(void)
-{
-	char buf[4096];
-	struct statfs sf;
-
-	if (statfs(CG_ROOT, &sf) || sf.f_type != CGROUP2_SUPER_MAGIC) {
-		if (system("mount -t cgroup2 none " CG_ROOT))
-			return -ENODEV;
-	}
-	/* Children of the root get a memcg only with +memory in its subtree_control. */
-	tu_write_file(CG_ROOT "/cgroup.subtree_control", "+memory");
-	if (tu_read_file(CG_ROOT "/cgroup.subtree_control", buf, sizeof(buf)))
-		return -EIO;
-	return strstr(buf, "memory") ? 0 : -EOPNOTSUPP;
-}
-
-static int cg_create(const char *name, char *path, size_t len, __u64 *id)
-{
-	struct stat st;
-
-	snprintf(path, len, "%s/%s", CG_ROOT, name);
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return -errno;
-	if (stat(path, &st))
-		return -errno;
-	*id = st.st_ino;	/* == cgroup_id() == bpf_get_current_cgroup_id() */
-	return 0;
-}
-
-static int cg_enter(const char *path)
-{
-	char procs[PATH_MAX];
-
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
-	return tu_write_file(procs, "0");
-}
-
-/* rmdir can race with the exit of the last task: retry for a second. */
-static void cg_remove(const char *path)
-{
-	int i;
-
-	for (i = 0; i < 20 && rmdir(path) && errno == EBUSY; i++)
-		usleep(50000);
-}
-
-/*
- * Pages written by MADV_PAGEOUT stay in the swap cache until reclaimed; without this
- * they would come back from memory, not from the tier. The clean ones go once their
- * writeback ends, so repeat until the cgroup's memory is (nearly) all out.
- */
-static long long cg_reclaim(const char *cg, long long target)
-{
-	char path[PATH_MAX];
-	long long cur = -1;
-	int i;
-
-	snprintf(path, sizeof(path), "%s/memory.reclaim", cg);
-	for (i = 0; i < 100; i++) {
-		tu_write_file(path, "256M");	/* -EAGAIN when it fell short */
-		cur = sysfs_num("%s/memory.current", cg);
-		if (cur >= 0 && cur <= target)
-			break;
-		usleep(100000);
-	}
-	return cur;
-}
-
-static __u64 self_cgroup_id(void)
-{
-	char buf[PATH_MAX], path[PATH_MAX + 32];
-	struct stat st;
-	char *p;
-
-	if (tu_read_file("/proc/self/cgroup", buf, sizeof(buf)))
-		return 0;
-	p = strstr(buf, "0::");
-	if (!p)
-		return 0;
-	p += 3;
-	p[strcspn(p, "\n")] = '\0';
-	snprintf(path, sizeof(path), "%s%s", CG_ROOT, p);
-	return stat(path, &st) ? 0 : st.st_ino;
-}
-
-static void reap(pid_t *pid)
-{
-	if (*pid > 0) {
-		kill(*pid, SIGKILL);
-		waitpid(*pid, NULL, 0);
-		*pid = 0;
-	}
-}
-
-static int wait_exit(pid_t *pid)
-{
-	int status;
-
-	if (waitpid(*pid, &status, 0) != *pid)
-		return -1;
-	*pid = 0;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 /* ---- ioctl ABI without a device ---- */
 
@@ -404,7 +292,7 @@ TEST(unprivileged)
 			_exit(3);
 		_exit(try_all_ioctls(ctl));
 	}
-	EXPECT_EQ(0, wait_exit(&pid));
+	EXPECT_EQ(0, tu_wait_exit(&pid));
 
 	/* An unprivileged user with a leaked descriptor, and one without. */
 	pid = fork();
@@ -422,7 +310,7 @@ TEST(unprivileged)
 			_exit(20);
 		_exit(0);
 	}
-	EXPECT_EQ(0, wait_exit(&pid));
+	EXPECT_EQ(0, tu_wait_exit(&pid));
 	close(ctl);
 }
 
@@ -464,7 +352,7 @@ FIXTURE_TEARDOWN(tier)
 	int i;
 
 	for (i = 0; i < 2; i++)
-		reap(&self->kid[i]);
+		tu_reap(&self->kid[i]);
 	if (self->swapped_on) {
 		snprintf(cmd, sizeof(cmd), "swapoff %s", self->swap_dev);
 		EXPECT_EQ(0, system(cmd));
@@ -479,7 +367,7 @@ FIXTURE_TEARDOWN(tier)
 		tu_write_file("/sys/module/zswap/parameters/enabled", "Y");
 	for (i = 0; i < 2; i++)
 		if (self->cg[i][0])
-			cg_remove(self->cg[i]);
+			tu_cg_remove(self->cg[i]);
 	if (self->created)
 		EXPECT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
 	if (self->ctl >= 0)
@@ -603,7 +491,7 @@ TEST_F(tier, cgroup_stats_entry_size)
 		__u64 future[2];
 	} big[2];
 	struct pagetier_cgroup_stats s;
-	__u64 self_id = self_cgroup_id();
+	__u64 self_id = tu_self_cgroup_id();
 	void *buf;
 	int fd;
 
@@ -662,7 +550,7 @@ static int write_runs(const char *dev, const char *cg, const struct run *runs, i
 	char *buf;
 	int fd;
 
-	if (cg_enter(cg))
+	if (tu_cg_enter(cg))
 		return 2;
 	/* Faulted in after joining: the buffer is charged to @cg. */
 	buf = mmap(NULL, RUN_MAX * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -690,7 +578,8 @@ TEST_F_TIMEOUT(tier, rw_discard_attribution, 300)
 	struct pagetier_cgroup_stat sa, sb, sa2, sb2;
 	unsigned long long v[NSTAT], v2[NSTAT];
 	unsigned int i, k, pages[2] = { 0, 0 }, total = 0, disc[2] = { 0, 0 };
-	__u64 nslots = self->c.capacity_bytes / PG, stride, id[2];
+	__u64 nslots = self->c.capacity_bytes / PG, stride;
+	uint64_t id[2];
 	struct run runs[NRUNS];
 	__u64 whole[2] = { 0, 0 };
 	uint64_t seed;
@@ -700,10 +589,10 @@ TEST_F_TIMEOUT(tier, rw_discard_attribution, 300)
 	int fd;
 
 	NEED_TIER();
-	ASSERT_EQ(0, cg_setup_root()) TH_LOG("cgroup2 with the memory controller is needed");
+	ASSERT_EQ(0, tu_cg_setup_root()) TH_LOG("cgroup2 with the memory controller is needed");
 	for (i = 0; i < 2; i++) {
 		snprintf(name, sizeof(name), "pagetier-test-rw%c-%d", 'a' + i, getpid());
-		ASSERT_EQ(0, cg_create(name, self->cg[i], sizeof(self->cg[i]), &id[i]));
+		ASSERT_EQ(0, tu_cg_create(name, self->cg[i], sizeof(self->cg[i]), &id[i]));
 	}
 	ASSERT_EQ((ssize_t)sizeof(seed), getrandom(&seed, sizeof(seed), 0));
 	TH_LOG("seed %llu", (unsigned long long)seed);
@@ -712,8 +601,8 @@ TEST_F_TIMEOUT(tier, rw_discard_attribution, 300)
 	stride = nslots / NRUNS;
 	ASSERT_LT(RUN_MAX * 2ULL, stride);
 	for (i = 0; i < NRUNS; i++) {
-		runs[i].len = 1 + mix64(seed + i) % RUN_MAX;
-		runs[i].slot = i * stride + mix64(seed ^ i) % (stride - RUN_MAX);
+		runs[i].len = 1 + tu_mix64(seed + i) % RUN_MAX;
+		runs[i].slot = i * stride + tu_mix64(seed ^ i) % (stride - RUN_MAX);
 		runs[i].owner = i % 2;
 		runs[i].discarded = false;
 		pages[runs[i].owner] += runs[i].len;
@@ -727,7 +616,7 @@ TEST_F_TIMEOUT(tier, rw_discard_attribution, 300)
 		if (!pid)
 			_exit(write_runs(self->dev, self->cg[i], runs, i ? 1 : -1, seed));
 		self->kid[i] = pid;
-		ASSERT_EQ(0, wait_exit(&self->kid[i])) TH_LOG("writer %u failed", i);
+		ASSERT_EQ(0, tu_wait_exit(&self->kid[i])) TH_LOG("writer %u failed", i);
 	}
 
 	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->c.tier_id, id[0], &sa));
@@ -860,7 +749,7 @@ TEST_F(tier, backing_errors)
 {
 	unsigned long long v[NSTAT];
 	struct pagetier_cgroup_stat st;
-	__u64 self_id = self_cgroup_id();
+	__u64 self_id = tu_self_cgroup_id();
 	unsigned int chunk, ok_chunks = 0, bad_reads = 0, k;
 	char dev[64], cmd[PATH_MAX * 2];
 	char *buf;
@@ -960,7 +849,7 @@ static int swap_child(const char *cg, uint64_t seed, int report, int go)
 	char *mem, c;
 	int tries;
 
-	if (cg_enter(cg))
+	if (tu_cg_enter(cg))
 		return 2;
 	mem = mmap(NULL, SWAP_PAGES * PG, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1035,7 +924,7 @@ TEST_F_TIMEOUT(tier, swap_write_error_keeps_pages, 300)
 	char dev[64], name[64];
 	uint64_t seed = 42;
 	long swapped;
-	__u64 id;
+	uint64_t id[1];	/* an array: kept in memory across the harness's longjmp */
 
 	NEED_TIER();
 	ret = swap_prepare(self);
@@ -1046,9 +935,9 @@ TEST_F_TIMEOUT(tier, swap_write_error_keeps_pages, 300)
 	if (ret == -ENOSYS)
 		SKIP(return, "needs dmsetup and dm-mod");
 	ASSERT_EQ(0, ret);
-	ASSERT_EQ(0, cg_setup_root());
+	ASSERT_EQ(0, tu_cg_setup_root());
 	snprintf(name, sizeof(name), "pagetier-test-swaperr-%d", getpid());
-	ASSERT_EQ(0, cg_create(name, self->cg[0], sizeof(self->cg[0]), &id));
+	ASSERT_EQ(0, tu_cg_create(name, self->cg[0], sizeof(self->cg[0]), id));
 	ASSERT_EQ(0, swap_on(self, dev));
 
 	ASSERT_EQ(0, pipe(report));
@@ -1067,12 +956,12 @@ TEST_F_TIMEOUT(tier, swap_write_error_keeps_pages, 300)
 	EXPECT_LE(1ULL, v[ST_WERR]);
 	/* Only the working 4 MiB can hold pages: failed writes left nothing behind. */
 	EXPECT_GE(ERR_GOOD_SECTORS / 8, v[ST_PAGES]);
-	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->err_tier, id, &st));
+	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->err_tier, id[0], &st));
 	EXPECT_GE(ERR_GOOD_SECTORS / 8, st.pages_stored);
 
 	ASSERT_EQ(1, write(go[1], "g", 1));
 	close(go[1]);
-	EXPECT_EQ(0, wait_exit(&self->kid[0])) TH_LOG("a page whose swap write failed was lost");
+	EXPECT_EQ(0, tu_wait_exit(&self->kid[0])) TH_LOG("a page whose swap write failed was lost");
 	close(report[0]);
 }
 
@@ -1083,7 +972,7 @@ TEST_F_TIMEOUT(tier, swap_roundtrip_per_cgroup, 400)
 	int report[2][2], go[2][2];
 	long swapped[2];
 	char buf[4096], name[64];
-	__u64 id[2];
+	uint64_t id[2];
 	uint64_t seed;
 	unsigned int i;
 	int ret;
@@ -1093,10 +982,10 @@ TEST_F_TIMEOUT(tier, swap_roundtrip_per_cgroup, 400)
 	if (ret == -EEXIST)
 		SKIP(return, "another swap device is active");
 	ASSERT_EQ(0, ret);
-	ASSERT_EQ(0, cg_setup_root()) TH_LOG("cgroup2 with the memory controller is needed");
+	ASSERT_EQ(0, tu_cg_setup_root()) TH_LOG("cgroup2 with the memory controller is needed");
 	for (i = 0; i < 2; i++) {
 		snprintf(name, sizeof(name), "pagetier-test-swap%c-%d", 'a' + i, getpid());
-		ASSERT_EQ(0, cg_create(name, self->cg[i], sizeof(self->cg[i]), &id[i]));
+		ASSERT_EQ(0, tu_cg_create(name, self->cg[i], sizeof(self->cg[i]), &id[i]));
 	}
 	ASSERT_EQ((ssize_t)sizeof(seed), getrandom(&seed, sizeof(seed), 0));
 	TH_LOG("seed %llu", (unsigned long long)seed);
@@ -1142,7 +1031,7 @@ TEST_F_TIMEOUT(tier, swap_roundtrip_per_cgroup, 400)
 
 	/* Out of the swap cache too, so that the swap-in reads the tier. */
 	for (i = 0; i < 2; i++) {
-		long long cur = cg_reclaim(self->cg[i], 1 << 20);
+		long long cur = tu_cg_reclaim(self->cg[i], 1 << 20);
 
 		TH_LOG("cgroup %llu: memory.current %lld after reclaim", (unsigned long long)id[i],
 		       cur);
@@ -1154,7 +1043,7 @@ TEST_F_TIMEOUT(tier, swap_roundtrip_per_cgroup, 400)
 		close(go[i][1]);
 	}
 	for (i = 0; i < 2; i++) {
-		EXPECT_EQ(0, wait_exit(&self->kid[i])) TH_LOG("child %u: data mismatch", i);
+		EXPECT_EQ(0, tu_wait_exit(&self->kid[i])) TH_LOG("child %u: data mismatch", i);
 		close(report[i][0]);
 	}
 	for (i = 0; i < 2; i++) {
