@@ -291,7 +291,7 @@ static void rescan(struct pt_daemon *d)
 
 /*
  * Idle: preloaded processes drop their freed heap (malloc_trim, served at once by the
- * library's trim thread) rather than have it written to the tier; the offload waits for
+ * library's request thread) rather than have it written to the tier; the offload waits for
  * that, PT_TRIM_WAIT_MS at most. They also ring the doorbell at their next allocator
  * call, a wake signal.
  */

@@ -68,15 +68,21 @@ struct pt_preload_hdr {
 	uint16_t hdr_size;		/* sizeof(struct pt_preload_hdr) */
 	uint32_t slot_size;		/* PT_PRELOAD_SLOT_SIZE */
 	uint32_t nslots;		/* a power of two */
-	uint32_t sample_shift;		/* small allocations: 1 in 2^shift is reported */
-	uint32_t reserved0;
+	/*
+	 * Small allocations are sampled by units: a call counts its size plus call_units, and
+	 * one allocation is reported per 2^sample_shift units on average (about 1 in 1000
+	 * calls for small blocks; larger ones in proportion to their size).
+	 */
+	uint32_t sample_shift;
+	uint16_t call_units;
+	uint16_t free_sample_shift;	/* frees of small blocks: 1 in 2^shift, by address */
 	uint64_t big_threshold;		/* allocations of at least this are always reported */
 	uint64_t reserved1[4];
 	/* Producer state, its own cache line. */
 	_Alignas(64) uint64_t reserve;	/* next slot position to claim (CAS) */
 	uint64_t dropped;		/* records lost: ring full */
 	uint64_t activity_ns;		/* CLOCK_MONOTONIC_COARSE of the last activity tick */
-	uint64_t calls;			/* hooked calls, approximate (per-thread counts flushed) */
+	uint64_t alloc_units;		/* allocation units so far (per-thread counts flushed) */
 	uint32_t idle_ack;		/* the ctl.idle_seq last answered with a wake signal */
 	uint32_t trim_done;		/* the ctl.trim_seq last served with malloc_trim(0) */
 	uint64_t trims;			/* malloc_trim(0) calls made on request */
@@ -88,13 +94,12 @@ struct pt_preload_ctl {
 	uint32_t idle_seq;		/* bumped: "you are idle, signal your next activity" */
 	uint32_t trim_seq;		/* bumped: "call malloc_trim(0)" */
 	/*
-	 * Allocations of at least this many bytes take the library's slow path, which serves
-	 * requests. The library sets it to hdr.big_threshold; the daemon, after bumping req_seq,
-	 * stores 0 so that the very next allocation notices (the library's fast path compares
-	 * sizes with this word and reads nothing else of the daemon's). The library stores
-	 * big_threshold back before it reads req_seq, so no request is lost in between.
+	 * The low 32 bits of req_seq, stored after it: the library's request thread sleeps on
+	 * this word (FUTEX_WAIT on the shared memfd) and the daemon wakes it (FUTEX_WAKE)
+	 * after every request. The library's fast path reads nothing of the daemon's.
 	 */
-	uint64_t alloc_limit;
+	uint32_t req_word;
+	uint32_t reserved;
 };
 
 enum pt_preload_rec_type {
@@ -103,12 +108,12 @@ enum pt_preload_rec_type {
 	PT_PRELOAD_REC_MMAP = 3,	/* addr, len; addr2: prot, len2: flags */
 	PT_PRELOAD_REC_MUNMAP = 4,	/* addr, len */
 	PT_PRELOAD_REC_MREMAP = 5,	/* addr, len: old; addr2, len2: new */
-	PT_PRELOAD_REC_HEARTBEAT = 6,	/* len: hooked calls since the previous one */
+	PT_PRELOAD_REC_HEARTBEAT = 6,	/* len: allocation units since the previous one */
 	PT_PRELOAD_REC_MAX = 7
 };
 
 /* rec.flags */
-#define PT_PRELOAD_F_SAMPLED	0x0001	/* small allocation, reported 1 in 2^sample_shift */
+#define PT_PRELOAD_F_SAMPLED	0x0001	/* small block, in the sample (hdr.sample_shift) */
 #define PT_PRELOAD_F_BIG	0x0002	/* at least big_threshold: always reported */
 #define PT_PRELOAD_F_CALLOC	0x0010
 #define PT_PRELOAD_F_REALLOC	0x0020

@@ -666,15 +666,14 @@ int pt_preload_server_drain(struct pt_preload_server *s, pt_preload_record_fn fn
 
 static void bump_request(struct peer *p, bool trim)
 {
-	if (trim) {
+	if (trim)
 		__atomic_store_n(&p->ctl->trim_seq, ++p->trim_seq, __ATOMIC_RELEASE);
-		/* The library's trim thread sleeps on it (a shared futex: the memfd). */
-		syscall(SYS_futex, &p->ctl->trim_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-	} else
+	else
 		__atomic_store_n(&p->ctl->idle_seq, ++p->idle_seq, __ATOMIC_RELEASE);
 	__atomic_store_n(&p->ctl->req_seq, ++p->req_seq, __ATOMIC_RELEASE);
-	/* After req_seq: the library's next allocation takes its slow path and sees it. */
-	__atomic_store_n(&p->ctl->alloc_limit, 0, __ATOMIC_RELEASE);
+	/* Last: the library's request thread sleeps on it (a shared futex: the memfd). */
+	__atomic_store_n(&p->ctl->req_word, (uint32_t)p->req_seq, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &p->ctl->req_word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 static int request(struct pt_preload_server *s, pid_t pid, bool trim)

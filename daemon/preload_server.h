@@ -159,7 +159,7 @@ int pt_preload_server_drain(struct pt_preload_server *s, pt_preload_record_fn fn
 
 /*
  * Asks the registered processes with this pid (0: all) to malloc_trim(0): the library's
- * trim thread is woken and serves it at once. 0 or -ENOENT.
+ * request thread is woken and serves it at once. 0 or -ENOENT.
  */
 int pt_preload_server_request_trim(struct pt_preload_server *s, pid_t pid);
 /* Whether a process with this pid has a trim request it has not served yet. */

@@ -10,13 +10,15 @@
  *  - no allocation and no lock on the fast path; records are claimed with a CAS and dropped
  *    (counted) when the ring is full, so the application never waits for the daemon;
  *  - with no daemon (or a daemon that does not want us) it is a pass-through;
- *  - small allocations are sampled (1 in 2^sample_shift per thread, counted; frees: 1 in
- *    2^sample_shift by address) and batched per thread; big ones (>= big_threshold) and
- *    mapping changes are always reported;
- *  - a second after registration, one thread of ours ("pagetier-trim", signals blocked)
- *    sleeps on a futex in the ring and runs malloc_trim(0) when the daemon asks, at idle,
- *    when the application itself makes no call (PAGETIER_PRELOAD_TRIM_THREAD=0: no thread,
- *    the request waits for the next allocator call).
+ *  - small allocations are sampled (per thread, weighted by size: one per 2^SAMPLE_UNITS_SHIFT
+ *    allocation units on average, a unit being a byte asked for, plus CALL_UNITS per call;
+ *    frees: 1 in 2^FREE_SAMPLE_SHIFT by address) and batched per thread; big ones
+ *    (>= big_threshold) and mapping changes are always reported;
+ *  - a second after registration, one thread of ours ("pagetier-req", signals blocked)
+ *    sleeps on a futex in the ring and serves the daemon's requests at once, when the
+ *    application itself makes no call: malloc_trim(0) at idle, and "signal your next
+ *    activity", by sending every thread's next allocation down its slow path
+ *    (PAGETIER_PRELOAD_THREAD=0: no thread; requests wait for a thread's next slow path).
  *
  * The real functions come from dlsym(RTLD_NEXT) (so another preloaded allocator still works),
  * resolved on first use. dlsym itself may call calloc: those calls, made while resolving, are
@@ -24,15 +26,16 @@
  *
  * The fast path (malloc, calloc, free: almost every call) is a few instructions and a tail
  * call to the real function, with no atomic and no store to shared memory:
- *  - malloc, calloc: a per-thread countdown (initial-exec TLS) and one compare of the size
- *    with ctl.alloc_limit, which is the big-block threshold, or 0 when the daemon has a
- *    request for us;
+ *  - malloc, calloc: the call's units (size + CALL_UNITS) come off a per-thread budget
+ *    (initial-exec TLS) that is never more than BIG_THRESHOLD, so a big block, the end of
+ *    the budget and a budget zeroed by the request thread all take the slow path through
+ *    the same one compare (budget_reload());
  *  - free: one test of the block's address bits (the sample, NULL, and "not glibc" at once)
  *    and one compare of glibc's chunk-size word (big blocks).
  * Everything else (resolving, sampling, big blocks, requests, ticks) is out of line and runs
- * once every ~2^SAMPLE_SHIFT calls or for big blocks. A thread's countdown starts at 0, so
- * its first call takes the slow path, which is also where the real functions get resolved: a
- * positive countdown implies they are.
+ * once every BIG_THRESHOLD units at most and for big blocks. A thread's budget starts at 0,
+ * so its first call takes the slow path, which is also where the real functions get
+ * resolved: a budget that lets a call through implies they are.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -41,6 +44,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -66,14 +70,20 @@
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
 /*
- * 1 in 1024 small allocations: a busy server makes millions of calls per second, and the
- * daemon needs a statistical picture of them, not each one.
+ * Small allocations: one sample per 2^18 units (jittered), which for small blocks is about
+ * 1 in 1000 calls (a busy server makes millions per second, and the daemon needs a
+ * statistical picture of them, not each one) and for larger ones is proportional to their
+ * size, like the memory they hold. CALL_UNITS makes every call count, size 0 included.
  */
-#define SAMPLE_SHIFT 10
-/* Frees: the blocks whose address has these bits clear (1 in 2^SAMPLE_SHIFT, 16-aligned). */
-#define FREE_SAMPLE_MASK ((uintptr_t)((1U << SAMPLE_SHIFT) - 1) << 4)
-#define FREE_SAMPLE_BITS 20	/* the mask's SAMPLE_SHIFT bits are drawn from bits 4..23 */
+#define SAMPLE_UNITS_SHIFT 18
+#define CALL_UNITS 256
+/* Frees: the blocks whose address has these bits clear (1 in 2^FREE_SAMPLE_SHIFT). */
+#define FREE_SAMPLE_SHIFT 10
+#define FREE_SAMPLE_MASK ((uintptr_t)((1U << FREE_SAMPLE_SHIFT) - 1) << 4)
+#define FREE_SAMPLE_BITS 20	/* the mask's bits are drawn from bits 4..23 of free_hash() */
 #define BIG_THRESHOLD (64 * 1024)	/* the daemon's hotness chunk */
+/* The most a thread's budget holds: every big block's units exceed it. */
+#define BUDGET_MAX BIG_THRESHOLD
 #define TICK_NS (10 * 1000 * 1000ULL)
 #define HEARTBEAT_NS (1000 * 1000 * 1000ULL)
 #define RETRY_NS (10 * 1000 * 1000 * 1000ULL)	/* reconnect attempts without a daemon */
@@ -149,8 +159,24 @@ static size_t boot_size(const void *p)
  * frees go through big_ptr[] instead.
  */
 static atomic_bool g_chunk_headers;
-static _Atomic uintptr_t g_free_mask;	/* see free() */
+static _Atomic uintptr_t g_free_mask;	/* see free_is_fast() */
 static _Atomic uintptr_t g_sample_mask = FREE_SAMPLE_MASK;	/* see free_sampled() */
+
+/*
+ * The free sample tests bits 4..23 of the address times an odd constant rather than of the
+ * address: a multiplication maps those bits one to one and mixes them, where raw address
+ * bits are far from uniform. A new thread arena hands out blocks at small offsets from a
+ * 64 MiB boundary, so most of its bits 4..23 are 0, and a random mask then sampled about
+ * 14 times more of its addresses than intended (48 times more among 64 hot ones), enough
+ * to flood the ring from a plain malloc/realloc/free loop. One instruction on x86-64 (imul
+ * with a 32-bit immediate, sign-extended). NULL hashes to 0, like a sampled address.
+ */
+#define FREE_HASH_MUL ((uintptr_t)(intptr_t)(int32_t)0x9e3779b1)
+
+static inline uintptr_t free_hash(const void *p)
+{
+	return (uintptr_t)p * FREE_HASH_MUL;
+}
 
 static bool next_is_glibc(void)
 {
@@ -231,21 +257,14 @@ static dev_t g_sock_dev;
 static ino_t g_sock_ino;
 static atomic_int g_state;		/* enum below */
 static atomic_uint_fast64_t g_req_seen;	/* ctl.req_seq we have acted on */
-/*
- * The ring's control page, or no_ctl while no ring is registered. The malloc family's fast
- * path compares sizes with its alloc_limit: big blocks and the daemon's requests (it stores 0
- * there) both take the slow path, at the price of one compare.
- */
-static const struct pt_preload_ctl no_ctl = { .alloc_limit = BIG_THRESHOLD };
-static _Atomic(const struct pt_preload_ctl *) g_ctl = &no_ctl;
 static atomic_uint_fast64_t g_last_tick_ns;
 static atomic_uint_fast64_t g_last_heartbeat_ns;
 static atomic_uint_fast64_t g_last_attempt_ns;
-static atomic_uint_fast64_t g_calls;	/* flushed from threads at ticks */
+static atomic_uint_fast64_t g_units;	/* allocation units, flushed from threads at ticks */
 static bool g_disabled;
 static bool g_no_trim;			/* PAGETIER_PRELOAD_NO_TRIM: trim requests acked, not run */
-static bool g_trim_thread_off;		/* PAGETIER_PRELOAD_TRIM_THREAD=0 */
-static atomic_bool g_trim_thread;	/* the trim thread runs (in this process) */
+static bool g_req_thread_off;		/* PAGETIER_PRELOAD_THREAD=0 */
+static atomic_bool g_req_thread;	/* the request thread runs (in this process) */
 static pthread_key_t g_thread_key;
 static bool g_have_key;
 
@@ -257,34 +276,60 @@ struct pending {
 	uint64_t addr, len, addr2;
 };
 
+enum { THREAD_NEW, THREAD_LISTED, THREAD_UNLISTED };
+
 struct thread_state {
-	int32_t countdown;		/* calls until the next sample and tick: first member */
-	int32_t period;			/* the countdown's last start value */
-	uint32_t calls;
+	/*
+	 * Allocation units this thread may still use before its next slow path: first member
+	 * (the fast path's asm), at most BUDGET_MAX, and zeroed by the request thread to send
+	 * the next allocation down the slow path. Written by that thread only with an atomic
+	 * store; the owner's subtract is not atomic, so a zero stored in the middle of it may
+	 * be lost, and then the next slow path, at most BUDGET_MAX units later, does its work.
+	 */
+	uint64_t budget;
+	uint64_t period;		/* the budget's last start value */
+	int64_t to_sample;		/* units until the next sample and tick */
+	uint64_t units;			/* used, flushed to g_units at ticks */
+	uint8_t armed;			/* set with budget = 0 by the request thread */
+	uintptr_t last_sampled_free[2];	/* the last two frees in the sample */
 	uint32_t rand;
 	uint32_t tid;
 	unsigned int n;
-	bool key_set;
+	uint8_t listed;			/* THREAD_*: in g_threads (and the key set) */
+	struct thread_state *next, **pprev;	/* g_threads */
 	struct pending batch[BATCH];
 };
 
 static TLS struct thread_state ts __asm__("pt_ts");
 
 /*
- * Fast-path helper: --ts.countdown, jumping to @slow unless it is still positive. On x86-64
- * that is three instructions (the TLS offset from the GOT, a subtract on %fs, a branch on its
- * flags) where the compiler emits six (load, subtract, store, test); the countdown is the
- * first member of ts. Needs the TLS symbol's name: ts is referred to as pt_ts in asm.
+ * Fast-path helper: takes @units (the size, plus CALL_UNITS) off ts.budget and jumps to
+ * @slow when they were at least what was left. On x86-64 that is four instructions (the TLS
+ * offset from the GOT, the units, a subtract on %fs, a branch on its carry and zero flags)
+ * where the compiler emits seven; the budget is the first member of ts. Needs the TLS
+ * symbol's name: ts is referred to as pt_ts in asm. A size so large that the addition wraps
+ * comes off as a few units and goes to the real function, which fails it.
  */
 #if defined(__x86_64__) && defined(__PIC__)
-#define COUNTDOWN_OR_GOTO(slow)							\
+#define BUDGET_OR_GOTO(size, slow)						\
 	asm goto("movq pt_ts@gottpoff(%%rip), %%rax\n\t"			\
-		 "subl $1, %%fs:(%%rax)\n\t"					\
-		 "jle %l[" #slow "]"						\
-		 : : : "rax", "cc", "memory" : slow)
+		 "leaq %c1(%0), %%rdx\n\t"					\
+		 "subq %%rdx, %%fs:(%%rax)\n\t"				\
+		 "jbe %l[" #slow "]"						\
+		 : : "r"(size), "i"(CALL_UNITS) : "rax", "rdx", "cc", "memory" : slow)
 #else
-#define COUNTDOWN_OR_GOTO(slow) do { if (--ts.countdown <= 0) goto slow; } while (0)
+#define BUDGET_OR_GOTO(size, slow) do { if (budget_take(size)) goto slow; } while (0)
 #endif
+
+/* BUDGET_OR_GOTO in C, for the paths that are slow anyway: true when the budget ran out. */
+static inline bool budget_take(size_t size)
+{
+	uint64_t units = (uint64_t)size + CALL_UNITS;
+	uint64_t left = __atomic_load_n(&ts.budget, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&ts.budget, left - units, __ATOMIC_RELAXED);
+	return units >= left;
+}
 
 static uint64_t coarse_ns(void)
 {
@@ -364,21 +409,91 @@ static void flush_batch(void)
 		     ts.batch[i].len, ts.batch[i].addr2, 0);
 }
 
+/* --- the threads' list ------------------------------------------------------------------ */
+
+/*
+ * Every thread that has allocated is on g_threads, so that the request thread can zero its
+ * budget, until its exit runs thread_exit() (our pthread key's destructor, which also
+ * flushes its last records): the list never points at a dead thread's TLS. A spinlock,
+ * held for a few stores; never taken on the fast path, and once per thread on a slow path.
+ */
+static struct thread_state *g_threads;
+static atomic_flag g_threads_lock = ATOMIC_FLAG_INIT;
+
+static void threads_lock(void)
+{
+	while (atomic_flag_test_and_set_explicit(&g_threads_lock, memory_order_acquire))
+		sched_yield();
+}
+
+static void threads_unlock(void)
+{
+	atomic_flag_clear_explicit(&g_threads_lock, memory_order_release);
+}
+
+static void threads_link(struct thread_state *t)
+{
+	t->next = g_threads;
+	t->pprev = &g_threads;
+	if (g_threads)
+		g_threads->pprev = &t->next;
+	g_threads = t;
+}
+
+/* Once per thread, from its first slow path. */
+static void thread_enlist(void)
+{
+	if (likely(ts.listed != THREAD_NEW))
+		return;
+	/* First: a signal handler's allocation in between must not come in again. */
+	ts.listed = THREAD_UNLISTED;
+	if (!g_have_key || pthread_setspecific(g_thread_key, &ts))
+		return;		/* no destructor would take it off the list */
+	threads_lock();
+	threads_link(&ts);
+	ts.listed = THREAD_LISTED;
+	threads_unlock();
+}
+
 static void thread_exit(void *arg)
 {
 	(void)arg;
 	flush_batch();
+	if (ts.listed == THREAD_LISTED) {
+		threads_lock();
+		*ts.pprev = ts.next;
+		if (ts.next)
+			ts.next->pprev = ts.pprev;
+		ts.listed = THREAD_UNLISTED;	/* for good: later destructors may allocate */
+		threads_unlock();
+	}
+}
+
+/* The request thread: every thread's next allocation takes the slow path. */
+static void threads_expire_budgets(void)
+{
+	threads_lock();
+	for (struct thread_state *t = g_threads; t; t = t->next) {
+		__atomic_store_n(&t->armed, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->budget, 0, __ATOMIC_RELAXED);
+	}
+	threads_unlock();
+}
+
+/* After fork: the child's only thread is this one. */
+static void threads_reset_in_child(void)
+{
+	atomic_flag_clear(&g_threads_lock);
+	g_threads = NULL;
+	if (ts.listed == THREAD_LISTED)
+		threads_link(&ts);
 }
 
 static void queue(uint16_t type, uint16_t flags, uint64_t addr, uint64_t len, uint64_t addr2)
 {
 	unsigned int i = ts.n;
 
-	if (unlikely(!ts.key_set) && g_have_key) {
-		/* So that a thread's last records are flushed when it exits. */
-		ts.key_set = true;
-		pthread_setspecific(g_thread_key, &ts);
-	}
+	thread_enlist();	/* so that its last records are flushed when it exits */
 	if (i >= BATCH)
 		i = ts.n = 0;	/* only after a signal handler raced us: start over */
 	ts.batch[i] = (struct pending){ type, flags, addr, len, addr2 };
@@ -488,10 +603,11 @@ static void register_ring(void)
 	r->hdr->hdr_size = sizeof(struct pt_preload_hdr);
 	r->hdr->slot_size = PT_PRELOAD_SLOT_SIZE;
 	r->hdr->nslots = PT_PRELOAD_DEFAULT_SLOTS;
-	r->hdr->sample_shift = SAMPLE_SHIFT;
+	r->hdr->sample_shift = SAMPLE_UNITS_SHIFT;
+	r->hdr->call_units = CALL_UNITS;
+	r->hdr->free_sample_shift = FREE_SAMPLE_SHIFT;
 	r->hdr->big_threshold = BIG_THRESHOLD;
 	r->hdr->activity_ns = coarse_ns();
-	r->ctl->alloc_limit = BIG_THRESHOLD;
 
 	cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
@@ -507,7 +623,6 @@ static void register_ring(void)
 	atomic_store(&g_req_seen, 0);
 	/* Records go to the ring from now on; the daemon's answer is read at a tick. */
 	atomic_store_explicit(&g_ring, r, memory_order_release);
-	atomic_store_explicit(&g_ctl, r->ctl, memory_order_release);
 	state = ST_PENDING;
 	goto out;
 fail:
@@ -535,7 +650,6 @@ static void try_register(void)
 static void unregister(int state)
 {
 	atomic_store_explicit(&g_ring, NULL, memory_order_release);
-	atomic_store_explicit(&g_ctl, &no_ctl, memory_order_release);
 	atomic_store(&g_req_seen, 0);
 	drop_sock();
 	ts.n = 0;
@@ -573,7 +687,7 @@ static void doorbell(void)
 }
 
 /*
- * malloc_trim(0) for request @seq, once: the trim thread and an allocator call may both
+ * malloc_trim(0) for request @seq, once: the request thread and an allocator call may both
  * see it. trim_done is written after the trim, so the daemon, which waits for it before
  * it offloads, does not page out what the trim is about to drop.
  */
@@ -597,61 +711,79 @@ static bool serve_trim(struct ring *r, uint32_t seq)
 }
 
 /*
- * The trim thread: a process that sleeps makes no allocator call, so a request served
- * only there comes too late for the offload at idle. This thread sleeps on ctl.trim_seq
- * (a futex in the shared ring; the daemon wakes it) and serves trim requests at once.
- * It looks at the ring again every 10 s at most, since a new registration replaces it;
- * that wakeup is one short one and not a wake signal for the daemon (a single task
- * wakeup is not). All signals are blocked in it: they stay the application's.
+ * The request thread: a process that sleeps makes no allocator call, so a request served
+ * only there comes too late (malloc_trim before the offload at idle) or costs the fast path
+ * a look at shared memory on every call (the wake signal). This thread sleeps on
+ * ctl.req_word (a futex in the shared ring; the daemon wakes it after every request),
+ * serves trims at once, and for "signal your next activity" zeroes every thread's budget:
+ * the next allocation of any thread then takes the slow path, which answers the request
+ * (check_requests()). It looks at the ring again every 10 s at most, since a new
+ * registration replaces it; that wakeup is one short one and not a wake signal for the
+ * daemon (a single task wakeup is not). All signals are blocked in it: they stay the
+ * application's.
  */
-static void *trim_main(void *arg)
+static void *req_thread_main(void *arg)
 {
+	struct ring *armed_ring = NULL;
+	uint32_t armed_seq = 0;
+
 	(void)arg;
 	for (;;) {
 		struct ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
 		struct timespec ts10 = { .tv_sec = 10 };
-		uint32_t seq;
+		uint32_t word, idle_seq, trim_seq;
 
 		if (!r) {
 			nanosleep(&ts10, NULL);
 			continue;
 		}
-		seq = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->trim_seq,
-					   memory_order_acquire);
-		if (seq != r->hdr->trim_done) {
+		/* Before the requests: one stored after this changes the word, and FUTEX_WAIT
+		 * then returns at once. */
+		word = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->req_word,
+					    memory_order_acquire);
+		idle_seq = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->idle_seq,
+						memory_order_acquire);
+		trim_seq = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->trim_seq,
+						memory_order_acquire);
+		if (idle_seq != r->hdr->idle_ack && (r != armed_ring || idle_seq != armed_seq)) {
+			armed_ring = r;
+			armed_seq = idle_seq;
+			threads_expire_budgets();
+		}
+		if (trim_seq != r->hdr->trim_done) {
 			struct timespec ms1 = { .tv_nsec = 1000000 };
 
-			if (!serve_trim(r, seq))
+			if (!serve_trim(r, trim_seq))
 				nanosleep(&ms1, NULL);
 			continue;
 		}
-		syscall(SYS_futex, &r->ctl->trim_seq, FUTEX_WAIT, seq, &ts10, NULL, 0);
+		syscall(SYS_futex, &r->ctl->req_word, FUTEX_WAIT, word, &ts10, NULL, 0);
 	}
 	return NULL;
 }
 
-/* Starts the trim thread once per process, a second or so after it registered. */
-static void start_trim_thread(void)
+/* Starts the request thread once per process, a second or so after it registered. */
+static void start_req_thread(void)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
 	pthread_t th;
 	bool no = false;
 
-	if (g_trim_thread_off || !atomic_compare_exchange_strong(&g_trim_thread, &no, true))
+	if (g_req_thread_off || !atomic_compare_exchange_strong(&g_req_thread, &no, true))
 		return;
 	if (pthread_attr_init(&attr)) {
-		atomic_store(&g_trim_thread, false);
+		atomic_store(&g_req_thread, false);
 		return;
 	}
 	pthread_attr_setstacksize(&attr, 64 << 10);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&th, &attr, trim_main, NULL))
-		atomic_store(&g_trim_thread, false);
+	if (pthread_create(&th, &attr, req_thread_main, NULL))
+		atomic_store(&g_req_thread, false);
 	else
-		pthread_setname_np(th, "pagetier-trim");
+		pthread_setname_np(th, "pagetier-req");
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 }
@@ -674,7 +806,7 @@ static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint6
 					memory_order_acquire);
 	if (idle_seq != r->hdr->idle_ack) {
 		r->hdr->idle_ack = idle_seq;
-		emit_now(PT_PRELOAD_REC_HEARTBEAT, PT_PRELOAD_F_WAKE, 0, ts.calls, 0, 0);
+		emit_now(PT_PRELOAD_REC_HEARTBEAT, PT_PRELOAD_F_WAKE, 0, ts.units, 0, 0);
 		doorbell();
 	}
 	if (trim_seq != r->hdr->trim_done)
@@ -682,28 +814,14 @@ static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint6
 	errno = saved;
 }
 
-static inline uint64_t alloc_limit(void)
-{
-	const struct pt_preload_ctl *c = atomic_load_explicit(&g_ctl, memory_order_relaxed);
-
-	return atomic_load_explicit((_Atomic uint64_t *)&c->alloc_limit, memory_order_relaxed);
-}
-
 /* From every slow path: has the daemon asked for something? */
 static void check_requests(void)
 {
 	struct ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
-	_Atomic uint64_t *limit;
 	uint64_t req, seen;
 
 	if (!r)
 		return;
-	limit = (_Atomic uint64_t *)&r->ctl->alloc_limit;
-	if (unlikely(atomic_load_explicit(limit, memory_order_relaxed) != BIG_THRESHOLD)) {
-		/* Re-armed before reading req_seq: a request stored after this is not lost. */
-		atomic_store_explicit(limit, BIG_THRESHOLD, memory_order_relaxed);
-		atomic_thread_fence(memory_order_seq_cst);
-	}
 	req = atomic_load_explicit((_Atomic uint64_t *)&r->ctl->req_seq, memory_order_relaxed);
 	seen = atomic_load_explicit(&g_req_seen, memory_order_relaxed);
 	if (unlikely(req != seen))
@@ -718,8 +836,8 @@ static void tick(void)
 	struct ring *r;
 	int state;
 
-	atomic_fetch_add_explicit(&g_calls, ts.calls, memory_order_relaxed);
-	ts.calls = 0;
+	atomic_fetch_add_explicit(&g_units, ts.units, memory_order_relaxed);
+	ts.units = 0;
 	flush_batch();
 	if (now - last < TICK_NS || !atomic_compare_exchange_strong(&g_last_tick_ns, &last, now))
 		return;
@@ -728,13 +846,17 @@ static void tick(void)
 	state = atomic_load(&g_state);
 	r = atomic_load_explicit(&g_ring, memory_order_acquire);
 	if (r) {
-		uint64_t calls = atomic_exchange(&g_calls, 0);
+		static uint64_t units_at_heartbeat;	/* under the tick: one thread at a time */
 
 		r->hdr->activity_ns = now;
-		r->hdr->calls += calls;
+		r->hdr->alloc_units += atomic_exchange(&g_units, 0);
 		if (now - atomic_load(&g_last_heartbeat_ns) >= HEARTBEAT_NS) {
 			atomic_store(&g_last_heartbeat_ns, now);
-			emit_now(PT_PRELOAD_REC_HEARTBEAT, 0, 0, calls, 0, 0);
+			if (units_at_heartbeat > r->hdr->alloc_units)
+				units_at_heartbeat = 0;		/* a new ring */
+			emit_now(PT_PRELOAD_REC_HEARTBEAT, 0, 0,
+				 r->hdr->alloc_units - units_at_heartbeat, 0, 0);
+			units_at_heartbeat = r->hdr->alloc_units;
 			if (state == ST_ACTIVE) {
 				check_sock(state);	/* daemon still there? once a second */
 				/*
@@ -742,7 +864,7 @@ static void tick(void)
 				 * children) would pay a thread each; what lives a second
 				 * may one day sleep, and needs it then.
 				 */
-				start_trim_thread();
+				start_req_thread();
 			}
 		}
 		if (state == ST_PENDING)
@@ -753,37 +875,51 @@ static void tick(void)
 }
 
 /*
- * The per-thread countdown of allocations: every ~2^SAMPLE_SHIFT of them (jittered, so that
- * periodic allocation patterns are not aliased) one is sampled and the thread ticks. Also
- * the only place a thread counts its calls and looks at the clock. Signed, so that a new
- * thread's 0 (and anything a signal handler's race leaves) reads as "expired".
+ * Sampling: every 2^SAMPLE_UNITS_SHIFT units or so (jittered, so that periodic allocation
+ * patterns are not aliased) the allocation that crosses the mark is sampled and the thread
+ * ticks. The budget that the fast path counts down covers at most BUDGET_MAX units of that
+ * way (a big block must always run out of it), so most slow paths only restart it.
  *
  * Frees are not counted: they are sampled by address (free_sampled()), which costs free's
  * fast path no memory write.
  */
-#define COUNTDOWN_MAX (3 << (SAMPLE_SHIFT - 1))
+#define SAMPLE_UNITS_MIN (1LL << (SAMPLE_UNITS_SHIFT - 1))
+#define SAMPLE_UNITS_MAX (3LL << (SAMPLE_UNITS_SHIFT - 1))
 
-static inline bool countdown_expired(void)
-{
-	return ts.countdown <= 0 || ts.countdown > COUNTDOWN_MAX;
-}
-
-/* The countdown expired on this allocation: sample it, restart the countdown, tick. */
+/* The mark was crossed by this allocation: sample it, draw the next mark, tick. */
 static __attribute__((noinline, cold)) void sample_and_tick(uint16_t flags, void *p, size_t size,
 							    void *old)
 {
-	int saved = errno;
-	int32_t period;
-
 	ts.rand = ts.rand * 1103515245U + 12345U + (uint32_t)(uintptr_t)&ts;
-	period = (1 << (SAMPLE_SHIFT - 1)) + (int32_t)((ts.rand >> 8) & ((1U << SAMPLE_SHIFT) - 1));
-	ts.calls += (uint32_t)ts.period;
-	ts.period = period;
-	ts.countdown = period;
+	ts.to_sample = SAMPLE_UNITS_MIN +
+		       (int64_t)((ts.rand >> 8) & ((1U << SAMPLE_UNITS_SHIFT) - 1));
 	if (p && size < BIG_THRESHOLD && atomic_load_explicit(&g_ring, memory_order_relaxed))
 		queue(PT_PRELOAD_REC_ALLOC, flags | PT_PRELOAD_F_SAMPLED, (uintptr_t)p, size,
 		      (uintptr_t)old);
 	tick();
+}
+
+/*
+ * The budget ran out on this allocation (or was zeroed, or the thread is new): count what
+ * it covered, sample if the mark was crossed, and start a new one. Also the only place a
+ * thread counts its units and looks at the clock. A thread's first call, with to_sample 0,
+ * samples and ticks.
+ */
+static __attribute__((noinline)) void budget_reload(uint16_t flags, void *p, size_t size,
+						    void *old)
+{
+	int saved = errno;
+	uint64_t period;
+
+	thread_enlist();
+	__atomic_store_n(&ts.armed, 0, __ATOMIC_RELAXED);
+	ts.units += ts.period;
+	ts.to_sample -= (int64_t)ts.period;
+	if (ts.to_sample <= 0 || ts.to_sample > SAMPLE_UNITS_MAX)
+		sample_and_tick(flags, p, size, old);
+	period = ts.to_sample < BUDGET_MAX ? (uint64_t)ts.to_sample : BUDGET_MAX;
+	ts.period = period;
+	__atomic_store_n(&ts.budget, period, __ATOMIC_RELAXED);
 	errno = saved;
 }
 
@@ -823,16 +959,16 @@ static __attribute__((noinline)) void note_big_alloc(void *p, size_t size, uint1
 }
 
 /*
- * Whether the free of @p is in the sample: the address has the bits of g_sample_mask clear,
- * 1 in 2^SAMPLE_SHIFT addresses. Allocators reuse a hot address over and over (glibc's
+ * Whether the free of @p is in the sample: free_hash(p) has the bits of g_sample_mask clear,
+ * 1 in 2^FREE_SAMPLE_SHIFT addresses. Allocators reuse a hot address over and over (glibc's
  * tcache, jemalloc's lowest-first slabs): with a fixed mask, such an address would be either
  * never or always sampled, and "always" floods the ring and puts that program's hottest free
  * on the slow path. So the mask is redrawn at every tick (rotate_free_sample()): a different
- * SAMPLE_SHIFT of the address bits 4..23 each time.
+ * FREE_SAMPLE_SHIFT of the bits 4..23 each time.
  */
 static bool free_sampled(const void *p)
 {
-	return ((uintptr_t)p & atomic_load_explicit(&g_sample_mask, memory_order_relaxed)) == 0;
+	return (free_hash(p) & atomic_load_explicit(&g_sample_mask, memory_order_relaxed)) == 0;
 }
 
 static void rotate_free_sample(uint64_t seed)
@@ -841,7 +977,7 @@ static void rotate_free_sample(uint64_t seed)
 	unsigned int n = 0;
 
 	seed |= 1;	/* xorshift never leaves 0 */
-	while (n < SAMPLE_SHIFT) {
+	while (n < FREE_SAMPLE_SHIFT) {
 		uintptr_t bit;
 
 		seed ^= seed << 13;
@@ -882,32 +1018,75 @@ static __attribute__((noinline)) void note_free(void *p)
 			}
 		}
 	}
-	if (free_sampled(p) && real_usable_size && (len = real_usable_size(p)) < BIG_THRESHOLD)
+	if (free_sampled(p) && real_usable_size && (len = real_usable_size(p)) < BIG_THRESHOLD) {
 		queue(PT_PRELOAD_REC_FREE, PT_PRELOAD_F_SAMPLED, (uintptr_t)p, len, 0);
+		/*
+		 * The same address again: a hot one (glibc keeps one per tcache bin and
+		 * thread) is in the sample, and would put every free of it on the slow
+		 * path and in the ring until the next tick. Redraw the mask now. This
+		 * samples reused addresses less than others: the daemon uses frees as
+		 * hints, and a flood costs the application.
+		 */
+		if ((uintptr_t)p == ts.last_sampled_free[0] ||
+		    (uintptr_t)p == ts.last_sampled_free[1]) {
+			ts.rand = ts.rand * 1103515245U + 12345U;
+			rotate_free_sample(coarse_ns() ^ ((uint64_t)ts.rand << 32) ^ (uintptr_t)p);
+		}
+		ts.last_sampled_free[1] = ts.last_sampled_free[0];
+		ts.last_sampled_free[0] = (uintptr_t)p;
+	}
 }
 
 /* After an allocation whose call was already counted. */
+/*
+ * Most budgets run out with no sample due, nothing big and no request: then a new budget,
+ * and nothing else, before the real call (a tail call). Only when the sample mark is
+ * beyond the whole next budget, so the next budget is a full one.
+ */
+static inline bool budget_refill(size_t size)
+{
+	int64_t left = ts.to_sample - (int64_t)ts.period;
+
+	if (unlikely(size >= BIG_THRESHOLD) || left <= BUDGET_MAX || left > SAMPLE_UNITS_MAX ||
+	    __atomic_load_n(&ts.armed, __ATOMIC_RELAXED))
+		return false;
+	ts.to_sample = left;
+	ts.units += ts.period;
+	ts.period = BUDGET_MAX;
+	__atomic_store_n(&ts.budget, BUDGET_MAX, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* After an allocation whose units ran out of the budget (every big one does). */
 static void after_alloc(void *p, size_t size, uint16_t kind, void *old)
 {
 	if (unlikely(size >= BIG_THRESHOLD) && p)
 		note_big_alloc(p, size, kind, old);
-	if (unlikely(countdown_expired()))
-		sample_and_tick(kind, p, size, old);
+	budget_reload(kind, p, size, old);
 	check_requests();
+}
+
+/* After an allocation on a path that is slow anyway (realloc, the aligned allocators). */
+static void after_alloc_counted(void *p, size_t size, uint16_t kind, void *old)
+{
+	if (budget_take(size))
+		after_alloc(p, size, kind, old);
+	else
+		check_requests();
 }
 
 /* --- the wrappers ----------------------------------------------------------------------- */
 
 /*
- * Out of line: the first calls (resolving), big blocks, an expired countdown, a request.
- * The fast path already counted the call.
+ * Out of line: the first calls (resolving), big blocks, the end of the budget. The fast
+ * path already took the call's units.
  */
-static __attribute__((noinline)) void *malloc_slow(size_t size)
+static __attribute__((noinline)) void *malloc_slower(size_t size)
 {
 	void *p;
 
 	if (unlikely(!resolved())) {
-		ts.countdown = 0;
+		__atomic_store_n(&ts.budget, 0, __ATOMIC_RELAXED);
 		return boot_alloc(size, 16);
 	}
 	p = real_malloc(size);
@@ -915,11 +1094,18 @@ static __attribute__((noinline)) void *malloc_slow(size_t size)
 	return p;
 }
 
+/* Kept apart from malloc_slower() so that a refill saves no registers. */
+static __attribute__((noinline)) void *malloc_slow(size_t size)
+{
+	if (likely(budget_refill(size)))
+		return real_malloc(size);
+	return malloc_slower(size);
+}
+
 EXPORT void *malloc(size_t size)
 {
-	COUNTDOWN_OR_GOTO(slow);
-	if (likely(size < alloc_limit()))
-		return real_malloc(size);
+	BUDGET_OR_GOTO(size, slow);
+	return real_malloc(size);
 slow:
 	return malloc_slow(size);
 }
@@ -929,7 +1115,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 	if (unlikely(in_boot_arena(p)))
 		return;
 	if (unlikely(!resolved())) {
-		ts.countdown = 0;
+		__atomic_store_n(&ts.budget, 0, __ATOMIC_RELAXED);
 		return;		/* cannot be ours to free before anything was resolved */
 	}
 	if (p)
@@ -938,26 +1124,31 @@ static __attribute__((noinline)) void free_slow(void *p)
 	check_requests();
 }
 
+/*
+ * Small glibc blocks outside the address sample only: free_hash(p) & g_free_mask is 0 for
+ * NULL, for a sampled address and under another allocator (mask 0), one test for all
+ * three; arena blocks' BOOT_MARK and big blocks' chunk sizes go the slow way too.
+ */
+static inline bool free_is_fast(const void *p)
+{
+	return likely(free_hash(p) & atomic_load_explicit(&g_free_mask, memory_order_acquire)) &&
+	       likely(chunk_word(p) < BIG_THRESHOLD);
+}
+
 EXPORT void free(void *p)
 {
-	/*
-	 * Small glibc blocks outside the address sample only: p & g_free_mask is 0 for NULL,
-	 * for a sampled address and under another allocator (mask 0), one test for all three;
-	 * arena blocks' BOOT_MARK and big blocks' chunk sizes go the slow way too.
-	 */
-	if (likely((uintptr_t)p & atomic_load_explicit(&g_free_mask, memory_order_acquire)) &&
-	    likely(chunk_word(p) < BIG_THRESHOLD))
+	if (free_is_fast(p))
 		return real_free(p);
 	free_slow(p);
 }
 
-static __attribute__((noinline)) void *calloc_slow(size_t n, size_t size)
+static __attribute__((noinline)) void *calloc_slower(size_t n, size_t size)
 {
 	size_t total;
 	void *p;
 
 	if (unlikely(!resolved())) {
-		ts.countdown = 0;
+		__atomic_store_n(&ts.budget, 0, __ATOMIC_RELAXED);
 		if (__builtin_mul_overflow(n, size, &total))
 			return NULL;
 		return boot_alloc(total, 16);	/* static memory: already zero */
@@ -969,18 +1160,33 @@ static __attribute__((noinline)) void *calloc_slow(size_t n, size_t size)
 	return p;
 }
 
+static __attribute__((noinline)) void *calloc_slow(size_t n, size_t size)
+{
+	size_t total;
+
+	if (!__builtin_mul_overflow(n, size, &total) && likely(budget_refill(total)))
+		return real_calloc(n, size);
+	return calloc_slower(n, size);
+}
+
 EXPORT void *calloc(size_t n, size_t size)
 {
 	size_t total;
 
-	COUNTDOWN_OR_GOTO(slow);
-	if (likely(!__builtin_mul_overflow(n, size, &total)) && likely(total < alloc_limit()))
-		return real_calloc(n, size);
+	if (unlikely(__builtin_mul_overflow(n, size, &total)))
+		goto slow;
+	BUDGET_OR_GOTO(total, slow);
+	return real_calloc(n, size);
 slow:
 	return calloc_slow(n, size);
 }
 
-EXPORT void *realloc(void *old, size_t size)
+/*
+ * realloc: out of line for the first calls, arena blocks, an old block that free() would
+ * take out of line (sampled, big, or under another allocator), and the end of the budget
+ * (@charged: the fast path already took the units).
+ */
+static __attribute__((noinline)) void *realloc_slow(void *old, size_t size, bool charged)
 {
 	void *p;
 
@@ -997,9 +1203,25 @@ EXPORT void *realloc(void *old, size_t size)
 	if (old)
 		note_free(old);
 	p = real_realloc(old, size);
-	--ts.countdown;
-	after_alloc(p, size, PT_PRELOAD_F_REALLOC, old);
+	if (charged)
+		after_alloc(p, size, PT_PRELOAD_F_REALLOC, old);
+	else
+		after_alloc_counted(p, size, PT_PRELOAD_F_REALLOC, old);
 	return p;
+}
+
+/*
+ * Interpreters allocate through realloc (Lua's every object): the same fast path as
+ * free() for the old block and malloc() for the new size.
+ */
+EXPORT void *realloc(void *old, size_t size)
+{
+	if (old && !free_is_fast(old))
+		return realloc_slow(old, size, false);
+	BUDGET_OR_GOTO(size, charged);
+	return real_realloc(old, size);
+charged:
+	return realloc_slow(old, size, true);
 }
 
 EXPORT void *reallocarray(void *old, size_t n, size_t size)
@@ -1016,8 +1238,7 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 /* The aligned allocators: rare enough for the general path. */
 static void *aligned_done(void *p, size_t size)
 {
-	--ts.countdown;
-	after_alloc(p, size, PT_PRELOAD_F_ALIGNED, NULL);
+	after_alloc_counted(p, size, PT_PRELOAD_F_ALIGNED, NULL);
 	return p;
 }
 
@@ -1138,16 +1359,18 @@ static void atfork_child(void)
 	struct ring *r = atomic_load(&g_ring);
 
 	atomic_store(&g_ring, NULL);
-	atomic_store(&g_ctl, &no_ctl);
 	if (r)
 		do_munmap(r->hdr, r->bytes);
 	if (g_sock >= 0)
 		drop_sock();
 	ts.n = 0;
-	ts.countdown = 0;	/* the first hooked call ticks */
+	ts.budget = 0;		/* the first hooked call ticks */
+	ts.period = 0;
+	ts.to_sample = 0;
 	ts.tid = 0;
+	threads_reset_in_child();
 	atomic_store(&g_req_seen, 0);
-	atomic_store(&g_trim_thread, false);	/* threads do not survive fork */
+	atomic_store(&g_req_thread, false);	/* threads do not survive fork */
 	atomic_store(&g_last_tick_ns, 0);
 	atomic_store(&g_last_attempt_ns, 0);
 	atomic_store(&g_state, g_disabled || atomic_load(&g_state) == ST_REJECTED ?
@@ -1158,13 +1381,13 @@ __attribute__((constructor)) static void pagetier_init(void)
 {
 	const char *off = getenv("PAGETIER_PRELOAD_DISABLE");
 	const char *no_trim = getenv("PAGETIER_PRELOAD_NO_TRIM");
-	const char *trim_thread = getenv("PAGETIER_PRELOAD_TRIM_THREAD");
+	const char *req_thread = getenv("PAGETIER_PRELOAD_THREAD");
 
 	resolve();
 	/* For benchmarks: the daemon's malloc_trim requests are acknowledged but not run. */
 	g_no_trim = no_trim && *no_trim && *no_trim != '0';
 	/* A process that must stay single-threaded (unshare(CLONE_NEWUSER)) turns it off. */
-	g_trim_thread_off = trim_thread && *trim_thread == '0';
+	g_req_thread_off = req_thread && *req_thread == '0';
 	if (off && *off && *off != '0') {
 		g_disabled = true;
 		atomic_store(&g_state, ST_REJECTED);

@@ -22,7 +22,7 @@ PKGS=(
 	liburing-dev libnvme-dev libinih-dev libcmocka-dev
 	qemu-system-x86 qemu-utils crun
 	kmod cpio busybox-static iproute2 procps util-linux mount e2fsprogs file xz-utils bc
-	sqlite3 redis-server redis-tools valgrind libclang-rt-14-dev
+	sqlite3 redis-server redis-tools lua5.4 valgrind libclang-rt-14-dev
 )
 
 newest_kernel() { # $1 = regex over package names; prints the highest version

@@ -128,12 +128,12 @@ def ring_state(pid):
                 continue
             if struct.unpack_from("<I", h, 0)[0] != RING_MAGIC:
                 continue
-            reserve, dropped, _act, calls = struct.unpack_from("<4Q", h, 64)
+            reserve, dropped, _act, alloc_units = struct.unpack_from("<4Q", h, 64)
             idle_ack, trim_done = struct.unpack_from("<2I", h, 96)
             trims, = struct.unpack_from("<Q", h, 104)
             tail, req_seq = struct.unpack_from("<2Q", c, 0)
             idle_seq, trim_seq = struct.unpack_from("<2I", c, 16)
-            rings.append(dict(reserve=reserve, dropped=dropped, calls=calls,
+            rings.append(dict(reserve=reserve, dropped=dropped, alloc_units=alloc_units,
                               idle_ack=idle_ack, trim_done=trim_done, trims=trims, tail=tail,
                               req_seq=req_seq, idle_seq=idle_seq, trim_seq=trim_seq))
     if not rings:

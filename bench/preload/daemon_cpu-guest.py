@@ -13,7 +13,7 @@ idle,plain,preload,plain,preload) of:
 Also, summed over the containers from pagetierctl --json status: records pagetierd took
 (preload_records), BPF events (fault, wakeup) and access scans; the CPU time the
 workload got (cpu.stat of the cgroups); records produced and
-dropped by the library (ring full) and hooked calls, read from each process's ring header;
+dropped by the library (ring full) and allocation units, read from each process's ring header;
 and pagetierd's own totals, logged when it stops (taken, rejected, throttled, dropped).
 
 Results: $PT_OUT/results.json, RESULT lines in $PT_OUT/results.txt.
@@ -51,12 +51,12 @@ def counters(runtime, names):
 
 
 def rings(pids):
-    out = {"reserve": 0, "dropped": 0, "calls": 0, "registered": 0}
+    out = {"reserve": 0, "dropped": 0, "alloc_units": 0, "registered": 0}
     for pid in pids:
         r = B.ring_state(pid)
         if r:
             out["registered"] += 1
-            for k in ("reserve", "dropped", "calls"):
+            for k in ("reserve", "dropped", "alloc_units"):
                 out[k] += r[k]
     return out
 
@@ -117,7 +117,7 @@ def main():
                   "rings_registered": g1["registered"],
                   "records_produced": g1["reserve"] - g0["reserve"],
                   "records_dropped_by_lib": g1["dropped"] - g0["dropped"],
-                  "hooked_calls": g1["calls"] - g0["calls"]}
+                  "alloc_units": g1["alloc_units"] - g0["alloc_units"]}
             with open("/proc/loadavg") as f:
                 ph["loadavg"] = f.read().split()[0]
             res["phases"][phase] = ph

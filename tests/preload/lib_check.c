@@ -87,6 +87,27 @@ static void allocator_checks(void)
 	check(c && memcmp(c, "01234567", 8) == 0, "realloc shrink keeps contents");
 	free(c);
 	check(realloc(NULL, 32) != NULL, "realloc(NULL) allocates");	/* leaked on purpose */
+	/* Growing one byte pattern through realloc's fast path, then past the big threshold. */
+	c = NULL;
+	for (size_t n = 16, ok = 1; n <= 2 * BIG; n += n < 8192 ? 16 : 8192) {
+		char *d = realloc(c, n);
+
+		ok = ok && d;
+		if (!d)
+			break;
+		for (size_t i = n > 8192 ? n - 8192 : (n > 16 ? n - 16 : 0); i < n; i++)
+			d[i] = (char)(i * 7);
+		c = d;
+		if (n == 2 * BIG || !ok) {
+			for (size_t i = 0; i < n && ok; i++)
+				ok = c[i] == (char)(i * 7);
+			check(ok, "realloc growing 16 B -> 128 KiB keeps every byte");
+		}
+	}
+	errno = 0;
+	check(realloc(c, huge) == NULL && errno == ENOMEM && c[BIG] == (char)(BIG * 7),
+	      "realloc huge: NULL, ENOMEM, the block kept");
+	check(realloc(c, 0) == NULL, "realloc(p, 0) frees (glibc)");
 	ret = posix_memalign(&p, 4096, BIG);
 	check(ret == 0 && ((uintptr_t)p & 4095) == 0, "posix_memalign aligns");
 	free(p);

@@ -5,8 +5,9 @@
 #   passthrough  LD_PRELOAD, no daemon listening (the library must be a pass-through)
 #   daemon       LD_PRELOAD, registered with pt_testd (daemon/preload_server.c standalone),
 #                which also asks for malloc_trim and wake signals while they run
-# Workloads: lib_check (every wrapper's semantics, threads, fork), python3, sqlite3,
-# redis-server driven by redis-benchmark and redis-cli (loopback only, bounded).
+# Workloads: lib_check (every wrapper's semantics, threads, fork), python3, lua5.4 (every
+# object allocated through realloc), sqlite3, redis-server driven by redis-benchmark and redis-cli (loopback only, bounded). Also
+# wake_check: the wake signal of a process that sleeps, from one allocation.
 #
 #   tests/preload/run.sh [BUILD_DIR]      (default: build/ of this tree)
 set -u
@@ -17,6 +18,7 @@ B=$(mkdir -p "$B" && cd "$B" && pwd)
 LIB=$B/lib/libpagetier.so
 TESTD=$B/preload/pt_testd
 LIBCHECK=$B/preload/lib_check
+WAKECHECK=$B/preload/wake_check
 CFLAGS_T="-std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow -D_GNU_SOURCE"
 TMP=$(mktemp -d /tmp/pagetier-preload-XXXXXX)
 PASS=0
@@ -49,6 +51,8 @@ cc $CFLAGS_T -Wformat=2 -Wno-format-nonliteral -Idaemon -Ikmod/uapi -o "$TESTD" 
 # -fno-builtin: the compiler must not fold malloc/free pairs away.
 cc $CFLAGS_T -fno-builtin -pthread -o "$LIBCHECK" tests/preload/lib_check.c ||
 	{ echo "building lib_check failed" >&2; exit 1; }
+cc $CFLAGS_T -fno-builtin -o "$WAKECHECK" tests/preload/wake_check.c ||
+	{ echo "building wake_check failed" >&2; exit 1; }
 
 # --- modes -------------------------------------------------------------------------------
 # with_mode MODE CMD...: runs CMD with the environment of MODE.
@@ -62,9 +66,9 @@ with_mode() {
 }
 
 start_testd() {
-	rm -f "$TMP/report"
+	rm -f "$TMP/report" "$TMP/wakes"
 	"$TESTD" --sock "$TMP/d.sock" --report "$TMP/report" --trim-every 200 --wake-every 300 \
-		--check-maps 2>"$TMP/testd.err" &
+		--check-maps --wake-log "$TMP/wakes" 2>"$TMP/testd.err" &
 	TESTD_PID=$!
 	for _ in $(seq 50); do [ -S "$TMP/d.sock" ] && return 0; sleep 0.1; done
 	return 1
@@ -136,10 +140,45 @@ check "lib_check: munmap and big frees reported (>= 100 each)" \
 check "lib_check: trim requests served" [ "$(val trims)" -ge 1 ]
 check "lib_check: wake requests answered" [ "$(val wake_heartbeats)" -ge 1 ]
 
+# --- wake_check: one allocation of a sleeping process answers the daemon --------------
+# The daemon asks every 300 ms; the process sleeps 1.5 s, then allocates once. The library's
+# fast path reads nothing of the daemon's: the answer comes from the slow path that its
+# request thread forced by zeroing the budgets.
+if start_testd; then
+	with_mode daemon "$WAKECHECK" >"$TMP/wake_check.out" 2>"$TMP/wake_check.err"
+	rc=$?
+	stop_testd
+	wc_val() { awk -v k="$1" '$1 == k { print $2 }' "$TMP/wake_check.out"; }
+	quiet=$(wc_val quiet_from); at=$(wc_val malloc_at)
+	check "wake_check: exit status 0" [ "$rc" = 0 ]
+	check "wake_check: the request thread (pagetier-req) runs" [ "$(wc_val req_thread)" = 1 ]
+	if [ -n "$quiet" ] && [ -n "$at" ]; then
+		# Wakes logged while it slept (after the last one its busy phase may have answered)
+		# and within 250 ms of its one allocation.
+		slept=$(awk -v q="$quiet" -v a="$at" '$1 > q + 100000000 && $1 < a' "$TMP/wakes" | wc -l)
+		answered=$(awk -v a="$at" '$1 >= a && $1 <= a + 250000000 { print ($1 - a) / 1e6 }' \
+			"$TMP/wakes" | head -1)
+		echo "# wake_check: wakes while asleep: $slept; answer ${answered:-none} ms after the allocation"
+		check "wake_check: no wake signal while the process sleeps" [ "$slept" = 0 ]
+		check "wake_check: its one allocation answered within 250 ms" [ -n "$answered" ]
+	else
+		nok "wake_check: printed no timestamps"
+	fi
+else
+	nok "wake_check: pt_testd did not start"
+fi
+
 # --- python3 -----------------------------------------------------------------------------
 PY=/usr/bin/python3
 [ -x $PY ] || PY=$(command -v python3)
 run_workload python "$PY" "$ROOT/tests/preload/workload.py"
+
+# --- lua: every object through realloc/free ------------------------------------------
+if command -v lua5.4 >/dev/null; then
+	run_workload lua lua5.4 "$ROOT/tests/preload/binary_trees.lua" 14
+else
+	skip "lua5.4 not installed (apt-get install lua5.4)"
+fi
 
 # --- sqlite3 -----------------------------------------------------------------------------
 sqlite_run() { rm -f "$TMP/db"; sqlite3 "$TMP/db" <"$ROOT/tests/preload/workload.sql"; }

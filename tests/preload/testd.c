@@ -6,7 +6,10 @@
  * what it saw as "key value" lines (to --report or stdout).
  *
  *   pt_testd --sock PATH [--optin PREFIX] [--trim-every MS] [--wake-every MS]
- *            [--duration S] [--report FILE] [--check-maps]
+ *            [--duration S] [--report FILE] [--check-maps] [--wake-log FILE]
+ *
+ * --wake-log: one line per PT_PRELOAD_F_WAKE heartbeat, "<CLOCK_MONOTONIC ns> <pid>", as
+ * it is drained (the drain runs at once on a doorbell, every 20 ms otherwise).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +31,7 @@ static uint64_t by_type[PT_PRELOAD_REC_MAX];
 static uint64_t wakes, big_allocs, big_frees, pids_seen, outside_maps, maps_checked;
 static pid_t last_pids[4096];
 static int check_maps;
+static FILE *wake_log;
 
 static void on_signal(int sig)
 {
@@ -87,8 +91,17 @@ static void on_record(pid_t pid, const char *cgroup, const struct pt_preload_eve
 	(void)cgroup;
 	(void)arg;
 	by_type[ev->type]++;
-	if (ev->type == PT_PRELOAD_REC_HEARTBEAT && (ev->flags & PT_PRELOAD_F_WAKE))
+	if (ev->type == PT_PRELOAD_REC_HEARTBEAT && (ev->flags & PT_PRELOAD_F_WAKE)) {
 		wakes++;
+		if (wake_log) {
+			struct timespec t;
+
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			fprintf(wake_log, "%" PRIu64 " %d\n",
+				(uint64_t)t.tv_sec * 1000000000 + (uint64_t)t.tv_nsec, (int)pid);
+			fflush(wake_log);
+		}
+	}
 	if (ev->type == PT_PRELOAD_REC_ALLOC && (ev->flags & PT_PRELOAD_F_BIG)) {
 		big_allocs++;
 		/* Still allocated, most likely: sample a few against /proc/PID/maps. */
@@ -112,6 +125,7 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "report", required_argument, NULL, 'r' },
 		{ "check-maps", no_argument, NULL, 'm' },
+		{ "wake-log", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct pt_preload_server_opts opts;
@@ -133,6 +147,13 @@ int main(int argc, char **argv)
 		case 'd': duration = strtoull(optarg, NULL, 10) * 1000; break;
 		case 'r': report = optarg; break;
 		case 'm': check_maps = 1; break;
+		case 'l':
+			wake_log = fopen(optarg, "we");
+			if (!wake_log) {
+				perror(optarg);
+				return 2;
+			}
+			break;
 		default: return 2;
 		}
 	}

@@ -523,7 +523,7 @@ static void test_claims_on_another_process(void **state)
 	assert_int_equal(__atomic_load_n(&r.ctl->req_seq, __ATOMIC_ACQUIRE), 0);
 	assert_int_equal(pt_preload_server_request_trim(T.s, getpid()), 0);
 	assert_int_equal(__atomic_load_n(&r.ctl->trim_seq, __ATOMIC_ACQUIRE), 1);
-	assert_int_equal(__atomic_load_n(&r.ctl->alloc_limit, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(__atomic_load_n(&r.ctl->req_word, __ATOMIC_ACQUIRE), 1);
 	close(release);
 	assert_int_equal(waitpid(v, &status, 0), v);
 	close(sock);
