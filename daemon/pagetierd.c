@@ -255,10 +255,23 @@ static struct pt_context *ctx_of_path(struct pt_daemon *d, const char *cgroup)
 	return NULL;
 }
 
+/*
+ * Preloaded processes of opted-in containers register, except those of critical ones: a
+ * critical container is never offloaded, so nothing the library reports or serves (records,
+ * wake signals, malloc_trim at idle) is of use, while its request thread would cost a
+ * single-threaded program glibc's single-thread malloc (about 6% of CPU time on an
+ * allocation-heavy one). Refused, the library is a pass-through.
+ */
 static bool preload_optin(pid_t pid, const char *cgroup, void *arg)
 {
-	(void)pid;
-	return ctx_of_path(arg, cgroup) != NULL;
+	struct pt_context *ctx = ctx_of_path(arg, cgroup);
+
+	if (ctx && ctx->policy.class == PT_CLASS_CRITICAL) {
+		pt_debug("%s: preloaded pid %d left as a pass-through (critical)", ctx->policy.name,
+			 (int)pid);
+		return false;
+	}
+	return ctx != NULL;
 }
 
 static void on_preload_record(pid_t pid, const char *cgroup, const struct pt_preload_event *ev,

@@ -4,8 +4,9 @@ with pagetierd running (issue 5). python3 running a workload, sqlite3 on a datab
 redis-server driven by redis-benchmark (loopback, bounded) and redis-cli run twice in the
 container: plain, and with LD_PRELOAD=libpagetier.so registered with pagetierd's preload
 socket. Their output must be identical, and pagetierd must have taken records from them
-(pagetierctl status: preload_records of the container). Runs as root inside the test VM;
-prints TAP.
+(pagetierctl status: preload_records of the container). A critical container's preloaded
+python3 must be left a pass-through: identical output, no records.
+Runs as root inside the test VM; prints TAP.
 """
 import os
 import random
@@ -23,9 +24,9 @@ LIB = os.path.join(TOP, "build", "lib", "libpagetier.so")
 PRE = os.path.join(TOP, "tests", "preload")
 
 
-def in_cgroup(script, env, timeout=300):
+def in_cgroup(script, env, timeout=300, cg="apps"):
     """Runs the shell @script inside the container's cgroup; returns (rc, stdout, stderr)."""
-    procs = os.path.join(e2elib.CG, PARENT, "apps", "cgroup.procs")
+    procs = os.path.join(e2elib.CG, PARENT, cg, "cgroup.procs")
     r = subprocess.run(["sh", "-c", f"echo $$ > {procs} && {script}"], env=env,
                        capture_output=True, text=True, timeout=timeout)
     return r.returncode, r.stdout, r.stderr
@@ -53,7 +54,7 @@ def main():
     try:
         if not os.path.exists(LIB):
             tap.bail(f"{LIB} missing: make libpreload")
-        e2elib.setup_cgroups(PARENT, ["apps"])
+        e2elib.setup_cgroups(PARENT, ["apps", "crit"])
         conf = os.path.join(work, "etc")
         os.makedirs(os.path.join(conf, "containers.d"))
         runtime = os.path.join(conf, "run")
@@ -61,7 +62,8 @@ def main():
             f.write(f"[daemon]\nruntime_dir = {runtime}\npoll_interval = 200ms\n")
         # A long idle threshold: this is about the library, not about offloading.
         with open(os.path.join(conf, "containers.d", "apps.conf"), "w") as f:
-            f.write(f"[apps]\nmatch_cgroup = /{PARENT}/apps\nidle_threshold = 10m\n")
+            f.write(f"[apps]\nmatch_cgroup = /{PARENT}/apps\nidle_threshold = 10m\n\n"
+                    f"[crit]\nmatch_cgroup = /{PARENT}/crit\nclass = critical\n")
         e2elib.fix_perms(conf)
         daemon = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
                                   stdout=open(os.path.join(work, "d.log"), "w"),
@@ -102,6 +104,21 @@ def main():
             after = (status_json(runtime) or {}).get("apps", {}).get("preload_records", 0)
             tap.ok(bool(got), f"{name}: pagetierd registered it and took {after - before} "
                    f"records from it")
+        # Critical: the library is refused (a pass-through), where the same program in
+        # "apps" above registered.
+        out = {}
+        for mode, env in (("plain", plain_env), ("preloaded", pre_env)):
+            rc, o, e = in_cgroup(f"exec python3 {PRE}/workload.py", env, cg="crit")
+            out[mode] = o
+            tap.ok(rc == 0, f"critical container, python3 {mode}: exit status 0", e[-2000:])
+        tap.ok(out["plain"] == out["preloaded"] and out["plain"] != "",
+               "critical container: output under the library identical to plain",
+               f"plain:\n{out['plain'][-800:]}\npreloaded:\n{out['preloaded'][-800:]}")
+        time.sleep(1)
+        crit = (status_json(runtime) or {}).get("crit", {})
+        tap.ok("crit" in (status_json(runtime) or {}) and crit.get("preload_records", 0) == 0,
+               f"critical container: pass-through, pagetierd took "
+               f"{crit.get('preload_records')} records from it")
         with open(os.path.join(work, "d.log")) as f:
             log = f.read()
         tap.ok("preload socket" in log, "pagetierd listened on its preload socket",
@@ -111,7 +128,7 @@ def main():
             daemon.terminate()
             tap.ok(daemon.wait(20) == 0, "pagetierd stops cleanly")
         time.sleep(0.5)
-        e2elib.remove_cgroups(PARENT, ["apps"])
+        e2elib.remove_cgroups(PARENT, ["apps", "crit"])
         shutil.rmtree(work, ignore_errors=True)
     print(f"1..{tap.n}")
     print(f"# preload_apps: {tap.n - tap.failed} passed, {tap.failed} failed", flush=True)
