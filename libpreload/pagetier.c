@@ -14,7 +14,8 @@
  *    allocation units on average, a unit being a byte asked for, plus CALL_UNITS per call;
  *    frees: 1 in 2^FREE_SAMPLE_SHIFT by address) and batched per thread; big ones
  *    (>= big_threshold) and mapping changes are always reported;
- *  - a second after registration, one thread of ours ("pagetier-req", signals blocked)
+ *  - a second after registration (later while a single-threaded process allocates at a
+ *    high rate: req_thread_wanted()), one thread of ours ("pagetier-req", signals blocked)
  *    sleeps on a futex in the ring and serves the daemon's requests at once, when the
  *    application itself makes no call: malloc_trim(0) at idle, and "signal your next
  *    activity", by sending every thread's next allocation down its slow path
@@ -54,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/single_threaded.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -762,7 +764,24 @@ static void *req_thread_main(void *arg)
 	return NULL;
 }
 
-/* Starts the request thread once per process, a second or so after it registered. */
+/*
+ * Whether to start the request thread now, at a heartbeat (@units allocated in the last
+ * @ns). Not at registration: short-lived processes (a shell's children) would pay a thread
+ * each; what lives a second may one day sleep, and needs it then. Not either while a
+ * single-threaded process allocates at a high rate: a second thread turns glibc's malloc
+ * to its multi-threaded paths (atomics and arena locks) for good, which cost Lua
+ * binary-trees 6% of its CPU time; such a process gets the thread when it calms down.
+ */
+#define REQ_THREAD_MAX_UNITS_PER_S (256ULL << 20)	/* about 1M small calls a second */
+
+static bool req_thread_wanted(uint64_t units, uint64_t ns)
+{
+	if (!__libc_single_threaded)
+		return true;
+	return ns && units < REQ_THREAD_MAX_UNITS_PER_S / 1000 * (ns / 1000000);
+}
+
+/* Starts the request thread once per process. */
 static void start_req_thread(void)
 {
 	pthread_attr_t attr;
@@ -850,21 +869,21 @@ static void tick(void)
 
 		r->hdr->activity_ns = now;
 		r->hdr->alloc_units += atomic_exchange(&g_units, 0);
-		if (now - atomic_load(&g_last_heartbeat_ns) >= HEARTBEAT_NS) {
+		uint64_t last_hb = atomic_load(&g_last_heartbeat_ns);
+
+		if (now - last_hb >= HEARTBEAT_NS) {
+			uint64_t units;
+
 			atomic_store(&g_last_heartbeat_ns, now);
 			if (units_at_heartbeat > r->hdr->alloc_units)
 				units_at_heartbeat = 0;		/* a new ring */
-			emit_now(PT_PRELOAD_REC_HEARTBEAT, 0, 0,
-				 r->hdr->alloc_units - units_at_heartbeat, 0, 0);
+			units = r->hdr->alloc_units - units_at_heartbeat;
+			emit_now(PT_PRELOAD_REC_HEARTBEAT, 0, 0, units, 0, 0);
 			units_at_heartbeat = r->hdr->alloc_units;
 			if (state == ST_ACTIVE) {
 				check_sock(state);	/* daemon still there? once a second */
-				/*
-				 * Not at registration: short-lived processes (a shell's
-				 * children) would pay a thread each; what lives a second
-				 * may one day sleep, and needs it then.
-				 */
-				start_req_thread();
+				if (req_thread_wanted(units, now - last_hb))
+					start_req_thread();
 			}
 		}
 		if (state == ST_PENDING)

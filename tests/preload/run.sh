@@ -151,7 +151,10 @@ if start_testd; then
 	wc_val() { awk -v k="$1" '$1 == k { print $2 }' "$TMP/wake_check.out"; }
 	quiet=$(wc_val quiet_from); at=$(wc_val malloc_at)
 	check "wake_check: exit status 0" [ "$rc" = 0 ]
-	check "wake_check: the request thread (pagetier-req) runs" [ "$(wc_val req_thread)" = 1 ]
+	check "wake_check: no request thread while it allocates at full speed" \
+		[ "$(wc_val heavy_thread)" = 0 ]
+	check "wake_check: the request thread (pagetier-req) runs once it calms down" \
+		[ "$(wc_val req_thread)" = 1 ]
 	if [ -n "$quiet" ] && [ -n "$at" ]; then
 		# Wakes logged while it slept (after the last one its busy phase may have answered)
 		# and within 250 ms of its one allocation.

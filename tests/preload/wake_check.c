@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The wake signal of a process that sleeps, under libpagetier.so registered with pt_testd
- * --wake-every: allocates for a while (so that the library registers, is accepted and starts
- * its request thread), checks that the thread runs, sleeps while the daemon asks it to
- * signal its next activity, then makes exactly one small allocation, and sleeps again.
+ * --wake-every. First it allocates as fast as it can for 2.5 s: the library must not start
+ * its request thread then (it would turn glibc's malloc multi-threaded). Then it allocates
+ * at a calmer rate until the thread runs, sleeps while the daemon asks it to signal its
+ * next activity, makes exactly one small allocation, and sleeps again.
  * One allocation is far less than the library's budget: it reaches the slow path, which
  * answers the request, only because the request thread zeroed the budget.
  *
  * Prints "<name> <CLOCK_MONOTONIC ns>" lines for tests/preload/run.sh to compare with
- * pt_testd's --wake-log: quiet_from, malloc_at, done. Nothing here allocates but the
+ * pt_testd's --wake-log: heavy_thread, req_thread, quiet_from, malloc_at, done. Nothing here allocates but the
  * allocations under test (write(2) of snprintf'd stack buffers).
  */
 #include <fcntl.h>
@@ -92,7 +93,19 @@ int main(void)
 	volatile char *sink;
 	int thread = 0;
 
-	/* Busy for up to 5 s: registration, the daemon's answer, the thread (a second on). */
+	/* Allocation-heavy: registration, the daemon's answer, heartbeats, and no thread. */
+	for (unsigned int i = 0; now_ns() - t0 < 2500000000ULL; i++) {
+		char *p = malloc(64 + i % 512);
+
+		if (!p)
+			return 1;
+		p[0] = (char)i;
+		sink = p;
+		free(p);
+	}
+	say(has_thread("pagetier-req") ? "heavy_thread 1" : "heavy_thread 0", 0);
+	/* Calmer, for up to 5 s: the thread starts at a heartbeat. */
+	t0 = now_ns();
 	for (unsigned int i = 0; now_ns() - t0 < 5000000000ULL; i++) {
 		char *p = malloc(64 + i % 512);
 
@@ -101,9 +114,9 @@ int main(void)
 		p[0] = (char)i;
 		sink = p;
 		free(p);
-		if (i % 1000 == 0) {
+		if (i % 100 == 0) {	/* ~50 MB/s: below the library's "allocation-heavy" */
 			sleep_ms(1);
-			if (now_ns() - t0 > 1500000000ULL && (thread = has_thread("pagetier-req")))
+			if ((thread = has_thread("pagetier-req")))
 				break;
 		}
 	}
