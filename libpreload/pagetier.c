@@ -161,7 +161,7 @@ static size_t boot_size(const void *p)
  * frees go through big_ptr[] instead.
  */
 static atomic_bool g_chunk_headers;
-static _Atomic uintptr_t g_free_mask;	/* see free_is_fast() */
+static _Atomic uintptr_t g_free_mask;	/* see free_is_fast(), free_mask_update() */
 static _Atomic uintptr_t g_sample_mask = FREE_SAMPLE_MASK;	/* see free_sampled() */
 
 /*
@@ -179,6 +179,8 @@ static inline uintptr_t free_hash(const void *p)
 {
 	return (uintptr_t)p * FREE_HASH_MUL;
 }
+
+static void free_mask_update(void);
 
 static bool next_is_glibc(void)
 {
@@ -224,8 +226,7 @@ static void resolve(void)
 	RESOLVE(mremap, NULL);
 	if (next_is_glibc()) {
 		atomic_store_explicit(&g_chunk_headers, true, memory_order_relaxed);
-		atomic_store_explicit(&g_free_mask, atomic_load(&g_sample_mask),
-				      memory_order_release);
+		free_mask_update();
 	}
 	atomic_store(&resolve_state, 2);
 }
@@ -259,6 +260,22 @@ static dev_t g_sock_dev;
 static ino_t g_sock_ino;
 static atomic_int g_state;		/* enum below */
 static atomic_uint_fast64_t g_req_seen;	/* ctl.req_seq we have acted on */
+
+/*
+ * free()'s mask (free_is_fast()): 0 under another allocator, whose blocks have no chunk word
+ * to read (every free out of line); under glibc the sample's mask while a ring is
+ * registered, and all ones otherwise, where only NULL hashes to 0: no free is sampled for
+ * nobody, and only NULL, arena and big blocks leave the fast path.
+ */
+static void free_mask_update(void)
+{
+	uintptr_t mask = 0;
+
+	if (atomic_load_explicit(&g_chunk_headers, memory_order_relaxed))
+		mask = atomic_load_explicit(&g_ring, memory_order_acquire) ?
+		       atomic_load_explicit(&g_sample_mask, memory_order_relaxed) : ~(uintptr_t)0;
+	atomic_store_explicit(&g_free_mask, mask, memory_order_release);
+}
 static atomic_uint_fast64_t g_last_tick_ns;
 static atomic_uint_fast64_t g_last_heartbeat_ns;
 static atomic_uint_fast64_t g_last_attempt_ns;
@@ -625,6 +642,7 @@ static void register_ring(void)
 	atomic_store(&g_req_seen, 0);
 	/* Records go to the ring from now on; the daemon's answer is read at a tick. */
 	atomic_store_explicit(&g_ring, r, memory_order_release);
+	free_mask_update();
 	state = ST_PENDING;
 	goto out;
 fail:
@@ -652,6 +670,7 @@ static void try_register(void)
 static void unregister(int state)
 {
 	atomic_store_explicit(&g_ring, NULL, memory_order_release);
+	free_mask_update();
 	atomic_store(&g_req_seen, 0);
 	drop_sock();
 	ts.n = 0;
@@ -1009,8 +1028,7 @@ static void rotate_free_sample(uint64_t seed)
 		}
 	}
 	atomic_store_explicit(&g_sample_mask, mask, memory_order_relaxed);
-	if (atomic_load_explicit(&g_chunk_headers, memory_order_relaxed))
-		atomic_store_explicit(&g_free_mask, mask, memory_order_relaxed);
+	free_mask_update();
 }
 
 /* Before the real free (afterwards the block's size is gone): big ones, and sampled ones. */
@@ -1131,14 +1149,15 @@ slow:
 
 static __attribute__((noinline)) void free_slow(void *p)
 {
+	if (!p)
+		return;		/* nothing to do, nothing to report (Lua frees NULL often) */
 	if (unlikely(in_boot_arena(p)))
 		return;
 	if (unlikely(!resolved())) {
 		__atomic_store_n(&ts.budget, 0, __ATOMIC_RELAXED);
 		return;		/* cannot be ours to free before anything was resolved */
 	}
-	if (p)
-		note_free(p);
+	note_free(p);
 	real_free(p);
 	check_requests();
 }
@@ -1378,6 +1397,7 @@ static void atfork_child(void)
 	struct ring *r = atomic_load(&g_ring);
 
 	atomic_store(&g_ring, NULL);
+	free_mask_update();
 	if (r)
 		do_munmap(r->hdr, r->bytes);
 	if (g_sock >= 0)
