@@ -87,33 +87,33 @@ static int has_thread(const char *name)
 	return found;
 }
 
+static volatile char *sink;
+
+/* One allocation of the busy phases, touched and freed. */
+static void alloc_one(unsigned int i)
+{
+	char *p = malloc(64 + i % 512);
+
+	if (!p)
+		exit(1);
+	p[0] = (char)i;
+	sink = p;
+	free(p);
+}
+
 int main(void)
 {
 	uint64_t t0 = now_ns();
-	volatile char *sink;
 	int thread = 0;
 
 	/* Allocation-heavy: registration, the daemon's answer, heartbeats, and no thread. */
-	for (unsigned int i = 0; now_ns() - t0 < 2500000000ULL; i++) {
-		char *p = malloc(64 + i % 512);
-
-		if (!p)
-			return 1;
-		p[0] = (char)i;
-		sink = p;
-		free(p);
-	}
+	for (unsigned int i = 0; now_ns() - t0 < 2500000000ULL; i++)
+		alloc_one(i);
 	say(has_thread("pagetier-req") ? "heavy_thread 1" : "heavy_thread 0", 0);
 	/* Calmer, for up to 5 s: the thread starts at a heartbeat. */
 	t0 = now_ns();
 	for (unsigned int i = 0; now_ns() - t0 < 5000000000ULL; i++) {
-		char *p = malloc(64 + i % 512);
-
-		if (!p)
-			return 1;
-		p[0] = (char)i;
-		sink = p;
-		free(p);
+		alloc_one(i);
 		if (i % 100 == 0) {	/* ~50 MB/s: below the library's "allocation-heavy" */
 			sleep_ms(1);
 			if ((thread = has_thread("pagetier-req")))
