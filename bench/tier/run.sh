@@ -16,7 +16,8 @@ throttle=${THROTTLE:-iops-total=3000,bps-total=125000000}
 bin=$PT_TOP/build/bench-tier/tier_bench
 
 mkdir -p "$(dirname "$bin")"
-gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -I"$PT_TOP/kmod/uapi" -o "$bin" \
+gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -I"$PT_TOP/kmod/uapi" -I"$PT_TOP/tests/kselftest" \
+	-o "$bin" \
 	"$PT_TOP/bench/tier/tier_bench.c" || pt_die "cannot build tier_bench"
 
 for profile in unthrottled throttled; do

@@ -36,66 +36,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pagetier.h"
-
-#define PG	4096UL
-
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
+#include "tier_util.h"	/* tests/kselftest: sysfs, cgroups, page patterns */
 
 static void fill(uint64_t *w, uint64_t n)
 {
-	uint64_t s = mix64(n);
+	uint64_t s = tu_mix64(n);
 	size_t i;
 
 	for (i = 0; i < PG / 8; i++)
-		w[i] = s = mix64(s + i);
-}
-
-static int read_file(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = 0;
-	return 0;
-}
-
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
-
-	if (fd < 0)
-		return -1;
-	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
-	close(fd);
-	return ok ? 0 : -1;
-}
-
-static long long cg_num(const char *cg, const char *file)
-{
-	char path[PATH_MAX + 64], buf[64];
-
-	snprintf(path, sizeof(path), "%s/%s", cg, file);
-	return read_file(path, buf, sizeof(buf)) ? -1 : atoll(buf);
+		w[i] = s = tu_mix64(s + i);
 }
 
 static long vmswap_kib(void)
 {
 	char buf[4096], *p;
 
-	if (read_file("/proc/self/status", buf, sizeof(buf)))
+	if (tu_read_file("/proc/self/status", buf, sizeof(buf)))
 		return -1;
 	p = strstr(buf, "VmSwap:");
 	return p ? strtol(p + 7, NULL, 10) : -1;
@@ -109,7 +65,7 @@ static void dev_stat(const char *dev, unsigned long long v[3])
 
 	snprintf(path, sizeof(path), "/sys/block/%s/stat", name ? name + 1 : dev);
 	memset(v, 0, 3 * sizeof(*v));
-	if (!read_file(path, buf, sizeof(buf)))
+	if (!tu_read_file(path, buf, sizeof(buf)))
 		sscanf(buf, "%llu %llu %llu", &v[0], &v[1], &v[2]);
 }
 
@@ -122,7 +78,7 @@ static void tier_stat(int id, unsigned long long v[5])
 	if (id < 0)
 		return;
 	snprintf(path, sizeof(path), "/sys/block/%s%d/read_stat", PAGETIER_DISK_NAME, id);
-	if (!read_file(path, buf, sizeof(buf)))
+	if (!tu_read_file(path, buf, sizeof(buf)))
 		sscanf(buf, "%llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4]);
 }
 
@@ -147,14 +103,6 @@ static void vmstat(unsigned long long v[NVM])
 		fclose(f);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int ctl_open(void)
 {
 	int fd = open("/dev/" PAGETIER_CTL_NAME, O_RDWR | O_CLOEXEC);
@@ -170,7 +118,7 @@ static int join(const char *cg)
 
 	mkdir(cg, 0755);
 	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-	return write_file(path, "0");
+	return tu_write_file(path, "0");
 }
 
 /* Pages out [0, pages) of @nbuf buffers in round-robin runs of @run pages. */
@@ -204,7 +152,7 @@ static int restore(const char *mode, unsigned long mib, const char *cg, const ch
 	int i2, ctl = -1;
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-	if (write_file(path, "0") || stat(cg, &st)) {
+	if (tu_write_file(path, "0") || stat(cg, &st)) {
 		fprintf(stderr, "cannot join %s\n", cg);
 		return 1;
 	}
@@ -242,8 +190,8 @@ static int restore(const char *mode, unsigned long mib, const char *cg, const ch
 		usleep(100000);
 	}
 	snprintf(path, sizeof(path), "%s/memory.reclaim", cg);
-	for (i2 = 0; i2 < 100 && cg_num(cg, "memory.current") > (4 << 20); i2++) {
-		write_file(path, "1G");
+	for (i2 = 0; i2 < 100 && tu_cg_num(cg, "memory.current") > (4 << 20); i2++) {
+		tu_write_file(path, "1G");
 		usleep(50000);
 	}
 	sleep(1);
@@ -265,7 +213,7 @@ static int restore(const char *mode, unsigned long mib, const char *cg, const ch
 	dev_stat(dev, d0);
 	tier_stat(tier, t0s);
 	vmstat(v0);
-	t0 = now();
+	t0 = tu_now();
 	if (!strcmp(mode, "prefetch")) {
 		memset(&pf, 0, sizeof(pf));
 		pf.size = sizeof(pf);
@@ -277,10 +225,10 @@ static int restore(const char *mode, unsigned long mib, const char *cg, const ch
 	}
 	if (strcmp(mode, "fault"))
 		madvise(mem, pages * PG, MADV_WILLNEED);
-	tw = now();
+	tw = tu_now();
 	for (i = 0; i < pages; i++)
 		sum += *(volatile uint64_t *)(mem + i * PG);
-	t1 = now();
+	t1 = tu_now();
 	dev_stat(dev, d1);
 	tier_stat(tier, t1s);
 	vmstat(v1);

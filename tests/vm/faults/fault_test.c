@@ -38,9 +38,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "pagetier.h"
+#include "tier_util.h"	/* tests/kselftest: tiers, sysfs, page patterns */
 
-#define PG		4096UL
 #define WERR_MIB	4	/* writes fail in [4, 8) MiB of the backing device */
 #define WERR_LEN_MIB	4
 #define RERR_MIB	12	/* reads fail in [12, 13) MiB */
@@ -76,107 +75,6 @@ static void diag(const char *fmt, ...)
 	fflush(stdout);
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static void fill(void *page, uint64_t seed, uint64_t n)
-{
-	uint64_t *w = page, s = mix64(seed ^ mix64(n));
-	size_t i;
-
-	for (i = 0; i < PG / 8; i++)
-		w[i] = s = mix64(s + i);
-	w[0] |= 1;
-}
-
-static bool same(const void *page, uint64_t seed, uint64_t n)
-{
-	char want[PG];
-
-	fill(want, seed, n);
-	return !memcmp(want, page, PG);
-}
-
-static int read_file(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = 0;
-	return 0;
-}
-
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
-
-	if (fd < 0)
-		return -1;
-	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
-	close(fd);
-	return ok ? 0 : -1;
-}
-
-static int stat_nums(unsigned int id, const char *file, unsigned long long *v, int max)
-{
-	char path[PATH_MAX], buf[1024], *p = buf, *end;
-	int i;
-
-	snprintf(path, sizeof(path), "/sys/block/pagetier%u/%s", id, file);
-	if (read_file(path, buf, sizeof(buf)))
-		return -1;
-	for (i = 0; i < max; i++) {
-		v[i] = strtoull(p, &end, 10);
-		if (end == p)
-			break;
-		p = end;
-	}
-	return i;
-}
-
-static int tier_create(int ctl, const char *backing, struct pagetier_tier_create *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->size = sizeof(*c);
-	snprintf(c->backing_path, sizeof(c->backing_path), "%s", backing);
-	return ioctl(ctl, PAGETIER_IOC_TIER_CREATE, c) ? -errno : 0;
-}
-
-static int tier_destroy(int ctl, unsigned int id)
-{
-	struct pagetier_tier_destroy d = { .size = sizeof(d), .tier_id = id };
-	int i;
-
-	for (i = 0; i < 200; i++) {
-		if (!ioctl(ctl, PAGETIER_IOC_TIER_DESTROY, &d))
-			return 0;
-		if (errno != EBUSY)
-			return -errno;
-		usleep(50000);
-	}
-	return -EBUSY;
-}
-
-static int wait_node(const char *dev)
-{
-	int i;
-
-	for (i = 0; i < 100 && access(dev, F_OK); i++)
-		usleep(50000);
-	return access(dev, F_OK);
-}
-
 /* ---- 1. raw I/O ---- */
 
 static void raw_test(int ctl, const char *backing)
@@ -188,19 +86,19 @@ static void raw_test(int ctl, const char *backing)
 	char dev[64], *buf;
 	int fd, ret;
 
-	ret = tier_create(ctl, backing, &t);
+	ret = tu_tier_create(ctl, backing, &t);
 	tap(!ret, "raw: tier created over the faulty namespace %s (%d)", backing, ret);
 	if (ret)
 		return;
 	snprintf(dev, sizeof(dev), "/dev/pagetier%u", t.tier_id);
-	if (wait_node(dev) || posix_memalign((void **)&buf, PG, CHUNK_PAGES * PG)) {
+	if (tu_wait_node(dev) || posix_memalign((void **)&buf, PG, CHUNK_PAGES * PG)) {
 		tap(false, "raw: %s appears", dev);
 		return;
 	}
 	fd = open(dev, O_RDWR | O_DIRECT | O_CLOEXEC);
 	for (c = 0; c < RAW_CHUNKS; c++) {
 		for (k = 0; k < CHUNK_PAGES; k++)
-			fill(buf + k * PG, 1, c * CHUNK_PAGES + k);
+			tu_fill(buf + k * PG, 1, c * CHUNK_PAGES + k, 0);
 		for (tries = 0; tries < 16; tries++) {
 			ret = pwrite(fd, buf, CHUNK_PAGES * PG, (off_t)c * CHUNK_PAGES * PG);
 			if (ret == (int)(CHUNK_PAGES * PG))
@@ -228,7 +126,7 @@ static void raw_test(int ctl, const char *backing)
 			continue;
 		}
 		for (k = 0; k < CHUNK_PAGES; k++)
-			bad_data += !same(buf + k * PG, 1, c * CHUNK_PAGES + k);
+			bad_data += (tu_check(buf + k * PG, 1, c * CHUNK_PAGES + k, 0) >= 0);
 	}
 	diag("chunks whose read failed: %u, chunks %u-%u", failed_reads, lo, hi);
 	tap(failed_reads == 16 && hi - lo == 15,
@@ -239,8 +137,8 @@ static void raw_test(int ctl, const char *backing)
 	tap(ret < 0 && (errno == EIO || errno == ENODATA), "raw: a failed read fails again");
 	close(fd);
 
-	stat_nums(t.tier_id, "tier_stat", ts, 10);
-	stat_nums(t.tier_id, "seg_stat", ss, 11);
+	tu_tier_stat(t.tier_id, "tier_stat", ts, 10);
+	tu_tier_stat(t.tier_id, "seg_stat", ss, 11);
 	diag("tier_stat: %llu pages, %llu read errors, %llu write errors; seg_stat: %llu bad segments",
 	     ts[0], ts[6], ts[7], ss[4]);
 	/* 16 failed chunk reads and the one read again. */
@@ -248,7 +146,7 @@ static void raw_test(int ctl, const char *backing)
 	    ts[0] == RAW_CHUNKS * CHUNK_PAGES,
 	    "raw: errors counted (write %llu, read pages %llu, bad segments %llu)", ts[7], ts[6],
 	    ss[4]);
-	ret = tier_destroy(ctl, t.tier_id);
+	ret = tu_tier_destroy(ctl, t.tier_id);
 	tap(!ret, "raw: tier destroyed (%d)", ret);
 	free(buf);
 }
@@ -270,7 +168,7 @@ static long vmswap_pages(void)
 {
 	char buf[4096], *p;
 
-	if (read_file("/proc/self/status", buf, sizeof(buf)))
+	if (tu_read_file("/proc/self/status", buf, sizeof(buf)))
 		return -1;
 	p = strstr(buf, "VmSwap:");
 	return p ? strtol(p + 7, NULL, 10) / 4 : -1;
@@ -288,14 +186,14 @@ static int swap_child(const char *cg, int report, int go)
 	int tries;
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-	if (write_file(path, "0"))
+	if (tu_write_file(path, "0"))
 		return 2;
 	mem = mmap(NULL, SWAP_PAGES * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		   -1, 0);
 	if (mem == MAP_FAILED)
 		return 3;
 	for (i = 0; i < SWAP_PAGES; i++)
-		fill(mem + i * PG, 2, i);
+		tu_fill(mem + i * PG, 2, i, 0);
 	/* Pages whose write failed stay (dirty); later rounds write them elsewhere. */
 	for (tries = 0; tries < 40; tries++) {
 		madvise(mem, SWAP_PAGES * PG, MADV_PAGEOUT);
@@ -316,7 +214,7 @@ static int swap_child(const char *cg, int report, int go)
 			last = idx > last ? idx : last;
 			continue;
 		}
-		bad += !same(mem + idx * PG, 2, idx);
+		bad += (tu_check(mem + idx * PG, 2, idx, 0) >= 0);
 	}
 	res[0] = bad;
 	res[1] = sigbus;
@@ -336,14 +234,14 @@ static void swap_test(int ctl, const char *backing)
 	long swapped, res[4];
 	pid_t pid;
 
-	ret = tier_create(ctl, backing, &t);
+	ret = tu_tier_create(ctl, backing, &t);
 	tap(!ret, "swap: tier created (%d)", ret);
 	if (ret)
 		return;
 	snprintf(dev, sizeof(dev), "/dev/pagetier%u", t.tier_id);
-	wait_node(dev);
-	write_file("/sys/module/zswap/parameters/enabled", "N");
-	write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
+	tu_wait_node(dev);
+	tu_write_file("/sys/module/zswap/parameters/enabled", "N");
+	tu_write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
 	mkdir(cg, 0755);
 	snprintf(cmd, sizeof(cmd), "mkswap -q %s >/dev/null && swapon --discard=pages -p 32767 %s",
 		 dev, dev);
@@ -357,7 +255,7 @@ static void swap_test(int ctl, const char *backing)
 	if (!pid)
 		_exit(swap_child(cg, report[1], go[0]));
 	ret = read(report[0], &swapped, sizeof(swapped)) == sizeof(swapped);
-	stat_nums(t.tier_id, "tier_stat", ts, 10);
+	tu_tier_stat(t.tier_id, "tier_stat", ts, 10);
 	diag("%ld of %lu pages on swap; the tier saw %llu write errors", ret ? swapped : -1,
 	     SWAP_PAGES, ts[7]);
 	tap(ret && swapped >= (long)(SWAP_PAGES * 9 / 10),
@@ -366,9 +264,9 @@ static void swap_test(int ctl, const char *backing)
 	/* Out of the swap cache, so that swap-in reads the tier. */
 	for (st = 0; st < 50; st++) {
 		snprintf(cmd, sizeof(cmd), "%s/memory.reclaim", cg);
-		write_file(cmd, "256M");
+		tu_write_file(cmd, "256M");
 		snprintf(cmd, sizeof(cmd), "%s/memory.current", cg);
-		if (!read_file(cmd, cmd, sizeof(cmd)) && atol(cmd) < (2 << 20))
+		if (!tu_read_file(cmd, cmd, sizeof(cmd)) && atol(cmd) < (2 << 20))
 			break;
 		usleep(100000);
 	}
@@ -382,8 +280,8 @@ static void swap_test(int ctl, const char *backing)
 	/* One megabyte of the device fails reads: 256 pages at most, adjacent in the log. */
 	tap(ret && res[1] > 0 && res[1] <= 256,
 	    "swap: only pages stored in the failing megabyte raised SIGBUS (%ld)", res[1]);
-	stat_nums(t.tier_id, "tier_stat", ts, 10);
-	stat_nums(t.tier_id, "seg_stat", ss, 11);
+	tu_tier_stat(t.tier_id, "tier_stat", ts, 10);
+	tu_tier_stat(t.tier_id, "seg_stat", ss, 11);
 	tap(ts[6] > 0, "swap: read errors counted (%llu pages)", ts[6]);
 	diag("seg_stat: %llu bad segments", ss[4]);
 out:
@@ -391,7 +289,7 @@ out:
 	ret = system(cmd);
 	tap(!ret, "swap: swapoff succeeds despite the read errors");
 	rmdir(cg);
-	ret = tier_destroy(ctl, t.tier_id);
+	ret = tu_tier_destroy(ctl, t.tier_id);
 	tap(!ret, "swap: tier destroyed (%d)", ret);
 }
 

@@ -12,7 +12,7 @@ kernels=${*:-$(cat "$PT_TOP/build/kernels.txt")}
 bin=$PT_TOP/build/faults/fault_test
 
 mkdir -p "$(dirname "$bin")"
-gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -I"$PT_TOP/kmod/uapi" -o "$bin" \
+gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -I"$PT_TOP/kmod/uapi" -I"$PT_TOP/tests/kselftest" -o "$bin" \
 	"$PT_TOP/tests/vm/faults/fault_test.c" || pt_die "cannot build fault_test"
 
 # One rule per 4 KiB block: blkdebug matches a request that covers a rule's sector.
