@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "block_mix.h"
+
 #define SLOTS 4096
 
 int main(void)
@@ -24,11 +26,7 @@ int main(void)
 		unsigned int k;
 		size_t size;
 
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		k = (unsigned int)(x % SLOTS);
-		size = (x >> 20) % 256 == 0 ? 65536 + (x >> 32) % 196608 : 16 + (x >> 32) % 1024;
+		size = block_mix_next(&x, SLOTS, &k);
 		free(slot[k]);
 		slot[k] = malloc(size);
 		if (!slot[k])

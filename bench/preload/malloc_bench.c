@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "block_mix.h"
+
 #define SLOTS 8192
 
 static long ops = 20000000;
@@ -29,11 +31,7 @@ static void *run(void *arg)
 		unsigned int k;
 		size_t size;
 
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		k = (unsigned int)(x % SLOTS);
-		size = (x >> 20) % 256 == 0 ? 65536 + (x >> 32) % 196608 : 16 + (x >> 32) % 1024;
+		size = block_mix_next(&x, SLOTS, &k);
 		free(slot[k]);
 		slot[k] = malloc(size);
 		slot[k][0] = (char)i;
