@@ -3,6 +3,7 @@ daemon_cpu-guest.py): the tier, pagetierd with a config, opted-in cgroups, proce
 libpagetier.so, and reading a preloaded process's ring header (its counters) from outside."""
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -78,6 +79,21 @@ def stop_daemon(d):
     except subprocess.TimeoutExpired:
         d.kill()
         return d.wait()
+
+
+def teardown(daemon, parent, names, tier, work):
+    """The common end of a guest benchmark: pagetierd stopped, its cgroups removed, the
+    tier destroyed, the work directory gone. Each step runs whatever the others did."""
+    if daemon:
+        stop_daemon(daemon)
+    time.sleep(0.5)
+    try:
+        e2elib.remove_cgroups(parent, names)
+    except OSError as e:
+        log(f"cgroup cleanup: {e}")
+    if tier:
+        destroy_tier(tier)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def start_in_cgroup(parent, name, argv, env):

@@ -148,16 +148,7 @@ def main():
         for p in procs:
             p.kill()
             p.wait()
-        if daemon:
-            B.stop_daemon(daemon)
-        time.sleep(0.5)
-        try:
-            B.e2elib.remove_cgroups(PARENT, names)
-        except OSError as e:
-            B.log(f"cgroup cleanup: {e}")
-        if tier:
-            B.destroy_tier(tier)
-        shutil.rmtree(work, ignore_errors=True)
+        B.teardown(daemon, PARENT, names, tier, work)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
     with open(os.path.join(out, "results.txt"), "w") as f:

@@ -159,16 +159,7 @@ def main():
         B.log(f"FAILED: {e}")
         rc = 1
     finally:
-        if daemon:
-            B.stop_daemon(daemon)
-        time.sleep(0.5)
-        try:
-            B.e2elib.remove_cgroups(PARENT, cases)
-        except OSError as e:
-            B.log(f"cgroup cleanup: {e}")
-        if tier:
-            B.destroy_tier(tier)
-        shutil.rmtree(work, ignore_errors=True)
+        B.teardown(daemon, PARENT, cases, tier, work)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     with open(os.path.join(out, "results.txt"), "w") as f:
