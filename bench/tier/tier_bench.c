@@ -47,16 +47,6 @@ static void fill(uint64_t *w, uint64_t n)
 		w[i] = s = tu_mix64(s + i);
 }
 
-static long vmswap_kib(void)
-{
-	char buf[4096], *p;
-
-	if (tu_read_file("/proc/self/status", buf, sizeof(buf)))
-		return -1;
-	p = strstr(buf, "VmSwap:");
-	return p ? strtol(p + 7, NULL, 10) : -1;
-}
-
 /* /sys/block/NAME/stat: reads completed [0], sectors read [2]. */
 static void dev_stat(const char *dev, unsigned long long v[3])
 {
@@ -184,7 +174,7 @@ static int restore(const char *mode, unsigned long mib, const char *cg, const ch
 	/* Offload: to swap, then out of the swap cache. */
 	for (i2 = 0; i2 < 50; i2++) {
 		madvise(mem, pages * PG, MADV_PAGEOUT);
-		swapped = vmswap_kib() / 4;
+		swapped = tu_vmswap_pages();
 		if (swapped >= (long)(pages * 99 / 100))
 			break;
 		usleep(100000);

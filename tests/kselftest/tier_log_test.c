@@ -1034,16 +1034,6 @@ TEST_F(log, prefetch_ioctl_validation)
 
 #define SWAP_PAGES	(16 * 256UL)	/* 16 MiB */
 
-static long vmswap_pages(void)
-{
-	char buf[4096], *p;
-
-	if (tu_read_file("/proc/self/status", buf, sizeof(buf)))
-		return -1;
-	p = strstr(buf, "VmSwap:");
-	return p ? strtol(p + 7, NULL, 10) / 4 : -1;
-}
-
 /*
  * In a child: join @cg, fill SWAP_PAGES, page them out, report how many left; after a
  * byte on @go, MADV_WILLNEED then check every byte.
@@ -1066,7 +1056,7 @@ static int swap_child(const char *cg, int report, int go)
 	for (tries = 0; tries < 20; tries++) {
 		if (madvise(mem, SWAP_PAGES * PG, MADV_PAGEOUT))
 			return 4;
-		swapped = vmswap_pages();
+		swapped = tu_vmswap_pages();
 		if (swapped >= (long)(SWAP_PAGES * 95 / 100))
 			break;
 		usleep(100000);

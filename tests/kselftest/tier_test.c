@@ -827,16 +827,6 @@ TEST_F(tier, backing_errors)
 #define SWAP_MIB	32
 #define SWAP_PAGES	(SWAP_MIB * 256UL)
 
-static long vmswap_pages(void)
-{
-	char buf[4096], *p;
-
-	if (tu_read_file("/proc/self/status", buf, sizeof(buf)))
-		return -1;
-	p = strstr(buf, "VmSwap:");
-	return p ? strtol(p + 7, NULL, 10) / 4 : -1;
-}
-
 /*
  * In a child: join @cg, fill SWAP_MIB of anonymous memory, push it to swap with
  * MADV_PAGEOUT and report how many pages left; after a byte on @go, read everything back
@@ -861,7 +851,7 @@ static int swap_child(const char *cg, uint64_t seed, int report, int go)
 	for (tries = 0; tries < 20; tries++) {
 		if (madvise(mem, SWAP_PAGES * PG, MADV_PAGEOUT))
 			return 4;
-		swapped = vmswap_pages();
+		swapped = tu_vmswap_pages();
 		if (swapped >= (long)(SWAP_PAGES * 95 / 100))
 			break;
 		usleep(100000);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * tier_util.h - helpers shared by the tier kselftests (tier_log_test, events_test):
- * the control device, tiers, sysfs counters, module parameters, cgroups, page patterns.
- * Header-only: each test is one translation unit.
+ * tier_util.h - helpers shared by the tier kselftests (tier_test, tier_log_test,
+ * events_test) and by tests/vm/faults/fault_test.c and bench/tier/tier_bench.c: the control
+ * device, tiers, sysfs counters, module parameters, cgroups, swap, page patterns.
+ * Header-only: each user is one translation unit.
  */
 #ifndef _PAGETIER_TIER_UTIL_H
 #define _PAGETIER_TIER_UTIL_H
@@ -436,6 +437,17 @@ static inline bool tu_is_zero(const void *page)
 		if (w[i])
 			return false;
 	return true;
+}
+
+/* This process's pages in swap (VmSwap), or -1. */
+static inline long tu_vmswap_pages(void)
+{
+	char buf[4096], *p;
+
+	if (tu_read_file("/proc/self/status", buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, "VmSwap:");
+	return p ? strtol(p + 7, NULL, 10) / 4 : -1;
 }
 
 static inline double tu_now(void)

@@ -164,16 +164,6 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	siglongjmp(jb, 1);
 }
 
-static long vmswap_pages(void)
-{
-	char buf[4096], *p;
-
-	if (tu_read_file("/proc/self/status", buf, sizeof(buf)))
-		return -1;
-	p = strstr(buf, "VmSwap:");
-	return p ? strtol(p + 7, NULL, 10) / 4 : -1;
-}
-
 /* In the child: offload, wait, fault everything back; exit status via the pipe. */
 static int swap_child(const char *cg, int report, int go)
 {
@@ -197,7 +187,7 @@ static int swap_child(const char *cg, int report, int go)
 	/* Pages whose write failed stay (dirty); later rounds write them elsewhere. */
 	for (tries = 0; tries < 40; tries++) {
 		madvise(mem, SWAP_PAGES * PG, MADV_PAGEOUT);
-		swapped = vmswap_pages();
+		swapped = tu_vmswap_pages();
 		if (swapped >= (long)(SWAP_PAGES * 98 / 100))
 			break;
 		usleep(100000);
