@@ -28,11 +28,12 @@ for profile in ${PROFILES:-unthrottled throttled nullb}; do
 	if [ $profile != nullb ]; then
 		mkdir -p "$imgdir"
 		rm -f "$imgdir/bench.img"
+		pt_need_space "$imgdir/bench.img" 4G
 		truncate -s 4G "$imgdir/bench.img"
 		opts=
 		[ $profile = throttled ] &&
 			opts=$(echo ",$throttle" | sed 's/,\([a-z]\)/,throttling.\1/g')
-		drive="-drive file=$imgdir/bench.img,if=none,id=nvb,format=raw,cache=none,aio=threads$opts -device nvme,serial=pagetier-bench,drive=nvb"
+		drive="-drive file=$imgdir/bench.img,if=none,id=nvb,format=raw,cache=none,aio=threads,$PT_DRIVE_OPTS$opts -device nvme,serial=pagetier-bench,drive=nvb"
 	fi
 	echo "==== $profile: ${drive:-null_blk in the guest}"
 	PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-1800} pt_vm_run "$kv" "$out" \

@@ -25,13 +25,14 @@ for profile in unthrottled throttled; do
 	imgdir=$out.img
 	mkdir -p "$imgdir"
 	rm -f "$imgdir/bench.img"
+	pt_need_space "$imgdir/bench.img" 4G
 	truncate -s 4G "$imgdir/bench.img"
 	opts=
 	[ $profile = throttled ] && opts=$(echo ",$throttle" | sed 's/,\([a-z]\)/,throttling.\1/g')
 	echo "==== $profile: -drive ...$opts"
 	PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-2400} pt_vm_run "$kv" "$out" \
 		"FRAG=${FRAG:-3} bench/tier/guest.sh $profile $runs $bin $mib" \
-		"-drive file=$imgdir/bench.img,if=none,id=nvb,format=raw,cache=none,aio=threads$opts -device nvme,serial=pagetier-bench,drive=nvb" >/dev/null
+		"-drive file=$imgdir/bench.img,if=none,id=nvb,format=raw,cache=none,aio=threads,$PT_DRIVE_OPTS$opts -device nvme,serial=pagetier-bench,drive=nvb" >/dev/null
 	rm -f "$imgdir/bench.img"
 	[ "$(cat "$out/guest.rc" 2>/dev/null)" = 0 ] || pt_die "$profile run failed: $out/console.log"
 	grep '^RESULT' "$out/results.txt"

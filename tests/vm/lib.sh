@@ -13,6 +13,23 @@ export PATH="$PT_TOP/.venv/bin:$PATH"
 
 pt_die() { printf 'vm: error: %s\n' "$*" >&2; exit 1; }
 
+# Drive options of every emulated disk: a host I/O error, ENOSPC included, reaches the guest
+# as an I/O error. QEMU's default (werror=enospc) pauses the VM on a full host disk instead,
+# and a paused guest prints nothing until the timeout. The suite grows its image to about
+# 1.6 GiB (its e2e scenarios swap a 1 GiB container out through the log-structured tier).
+PT_DRIVE_OPTS="werror=report,rerror=report"
+
+# pt_need_space IMAGE SIZE: a sparse IMAGE may grow to SIZE (truncate's syntax, e.g. 4G) as
+# the guest writes it: refuse to start with less free space than that on its file system.
+pt_need_space() {
+	local img=$1 size=$2 dir bytes avail
+	dir=$(dirname "$img")
+	bytes=$(numfmt --from=iec "$size") || pt_die "bad image size '$size'"
+	avail=$(df --output=avail -B1 "$dir" | tail -n 1)
+	[ "$avail" -ge "$bytes" ] ||
+		pt_die "$(numfmt --to=iec "$avail") free on $(df --output=target "$dir" | tail -n 1), but the emulated disk $img may grow to $size: free some space (or set PT_VM_NVME_SIZE)"
+}
+
 # pt_vm_run KERNEL_VERSION OUT_DIR GUEST_COMMAND [EXTRA_QEMU_OPTS]
 # Runs GUEST_COMMAND in the guest with $PT_OUT=OUT_DIR; the console goes to
 # OUT_DIR/console.log and to stdout. Returns vng's exit status (124 on timeout).
@@ -25,13 +42,21 @@ pt_vm_run() {
 	[ -f "$PT_TOP/build/kmod/$kv/pagetier.ko" ] ||
 		pt_die "pagetier.ko for $kv not built (build/kmod/$kv): run make"
 	rm -rf "$out" && mkdir -p "$out"
+	pt_need_space "$img" "$PT_VM_NVME_SIZE"
 	truncate -s "$PT_VM_NVME_SIZE" "$img"
-	timeout --foreground -k 10 "$PT_VM_TIMEOUT" \
+	# Not --foreground: vng starts virtme-run, which starts qemu, and with --foreground
+	# timeout signals vng alone. qemu then runs on, keeps the console pipe open and tee
+	# waits for it forever. Without it, timeout leads a process group of its own and
+	# signals all of it. stdin is /dev/null and stdout a pipe, so a background process
+	# group never touches the terminal.
+	timeout -k 10 "$PT_VM_TIMEOUT" \
 		vng --run "$vmlinuz" --disable-kvm --memory "$PT_VM_MEM" --cpus "$PT_VM_CPUS" \
 		--cwd "$PT_TOP" --rwdir "$out" \
-		--qemu-opts="-drive file=$img,if=none,id=nv0,format=raw,cache=none,aio=threads -device nvme,serial=pagetier-nvme,drive=nv0 $extra" \
+		--qemu-opts="-drive file=$img,if=none,id=nv0,format=raw,cache=none,aio=threads,$PT_DRIVE_OPTS -device nvme,serial=pagetier-nvme,drive=nv0 $extra" \
 		--exec "export PT_OUT=$out PT_TOP=$PT_TOP; $cmd" </dev/null 2>&1 | tee "$out/console.log"
 	local rc=${PIPESTATUS[0]}
+	# A qemu left over would hold the image and a CPU: the drive path names this run's.
+	pkill -KILL -f -- "file=$img," 2>/dev/null
 	rm -f "$img"
 	return "$rc"
 }

@@ -33,11 +33,12 @@ for kv in $kernels; do
 	imgdir=$out.img		# pt_vm_run empties $out
 	mkdir -p "$imgdir"
 	rm -f "$imgdir/faulty.img"
+	pt_need_space "$imgdir/faulty.img" 4G
 	truncate -s 4G "$imgdir/faulty.img"
 	blkdebug_conf >"$imgdir/blkdebug.conf"
 	echo "==== fault injection on Linux $kv ===="
 	PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-600} pt_vm_run "$kv" "$out" "tests/vm/faults/guest.sh $bin" \
-		"-drive driver=blkdebug,config=$imgdir/blkdebug.conf,image.filename=$imgdir/faulty.img,if=none,id=nvf -device nvme,serial=pagetier-faulty,drive=nvf" >/dev/null
+		"-drive driver=blkdebug,config=$imgdir/blkdebug.conf,image.filename=$imgdir/faulty.img,if=none,id=nvf,$PT_DRIVE_OPTS -device nvme,serial=pagetier-faulty,drive=nvf" >/dev/null
 	rm -f "$imgdir/faulty.img"
 	p=$(cat "$out"/*.tap 2>/dev/null | grep -c '^ok ')
 	f=$(cat "$out"/*.tap 2>/dev/null | grep -c '^not ok ')
