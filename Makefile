@@ -106,7 +106,8 @@ $(B)/unit/%: tests/unit/%.c $(LIBPTD_SAN) $(DAEMON_HDR)
 unit: $(UNIT_TESTS)
 	@set -e; fail=0; for t in $(UNIT_TESTS); do \
 	  echo "== $$t"; \
-	  ( cd tests/unit && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(CURDIR)/$$t ) || fail=1; \
+	  ( cd tests/unit && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    timeout -k 5 300 $(CURDIR)/$$t ) || fail=1; \
 	done; [ $$fail = 0 ] || { echo "unit tests failed" >&2; exit 1; }
 
 # libFuzzer on the preload decoder (not part of make test: run it for as long as you like).
@@ -116,9 +117,11 @@ $(B)/fuzz/fuzz_preload_decode: tests/fuzz/fuzz_preload_decode.c daemon/preload_d
 	@clang $(filter-out -Wno-format-truncation,$(USER_CFLAGS)) -fsanitize=fuzzer,address,undefined \
 		-o $@ $< daemon/preload_decode.c daemon/log.c
 
-# The VM suite, then fault injection (QEMU blkdebug under the tier): both run, either fails it.
+# The harness's own guards against a silent hang, the VM suite, then fault injection (QEMU
+# blkdebug under the tier): all run, any fails it.
 vm-test: all
-	@rc=0; tests/vm/run-suite.sh $(KERNELS) || rc=1; \
+	@rc=0; tests/vm/harness_check.sh $(lastword $(KERNELS)) || rc=1; \
+	 tests/vm/run-suite.sh $(KERNELS) || rc=1; \
 	 tests/vm/faults/run.sh $(KERNELS) || rc=1; exit $$rc
 
 faults: all

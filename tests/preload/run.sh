@@ -55,13 +55,19 @@ cc $CFLAGS_T -fno-builtin -o "$WAKECHECK" tests/preload/wake_check.c ||
 	{ echo "building wake_check failed" >&2; exit 1; }
 
 # --- modes -------------------------------------------------------------------------------
-# with_mode MODE CMD...: runs CMD with the environment of MODE.
+# with_mode MODE CMD...: runs CMD with the environment of MODE. A run that deadlocks (the
+# library under fork and threads, say) is killed, with its process group, after
+# PT_RUN_LIMIT seconds and fails with status 124: each takes a few seconds. Its own process
+# group (timeout's) is never the terminal's: stdin is /dev/null.
+PT_RUN_LIMIT=${PT_RUN_LIMIT:-180}
 with_mode() {
 	local mode=$1; shift
 	case $mode in
-	plain)       env -u LD_PRELOAD "$@" ;;
-	passthrough) env LD_PRELOAD="$LIB" PAGETIER_PRELOAD_SOCK="$TMP/nobody-listens.sock" "$@" ;;
-	daemon)      env LD_PRELOAD="$LIB" PAGETIER_PRELOAD_SOCK="$TMP/d.sock" "$@" ;;
+	plain)       timeout -k 5 "$PT_RUN_LIMIT" env -u LD_PRELOAD "$@" </dev/null ;;
+	passthrough) timeout -k 5 "$PT_RUN_LIMIT" env LD_PRELOAD="$LIB" \
+			PAGETIER_PRELOAD_SOCK="$TMP/nobody-listens.sock" "$@" </dev/null ;;
+	daemon)      timeout -k 5 "$PT_RUN_LIMIT" env LD_PRELOAD="$LIB" \
+			PAGETIER_PRELOAD_SOCK="$TMP/d.sock" "$@" </dev/null ;;
 	esac
 }
 

@@ -1,0 +1,44 @@
+#!/bin/bash
+# Checks the VM harness's own guards, which keep a hang from eating CI's time in silence:
+#  1. in the guest, pt_step (guest-lib.sh) fails a step stuck in the kernel, prints the
+#     stuck task's kernel stack and ends the guest;
+#  2. on the host, pt_vm_run (lib.sh) kills a guest that outlives PT_VM_TIMEOUT, QEMU
+#     included, and returns 124.
+#
+#   tests/vm/harness_check.sh KERNEL_VERSION
+set -u
+. "$(dirname "$0")/lib.sh"
+kv=${1:?usage: harness_check.sh KERNEL_VERSION}
+out=$PT_TOP/build/vm/harness-$kv
+n=0 fail=0
+check() {	# check DESCRIPTION COMMAND...
+	n=$((n + 1))
+	if "${@:2}"; then echo "ok $n $1"; else echo "not ok $n $1"; fail=1; fi
+}
+
+echo "==== VM harness guards on Linux $kv ===="
+echo "TAP version 13"
+PT_VM_TIMEOUT=300 pt_vm_run "$kv" "$out" "tests/vm/harness-guest.sh" >/dev/null
+check "a returning step keeps its exit status" grep -qx "returning step: exit 3" "$out/returning.rc"
+check "a stuck step fails with a Bail out" grep -q "^Bail out! stuck step hung" "$out/stuck.tap"
+check "the stuck task's kernel stack is reported" grep -q "^#     .*mnt_want_write" "$out/stuck.tap"
+check "the guest stops after a stuck step, failed" \
+	sh -c "[ ! -e '$out/not-reached' ] && [ \"\$(cat '$out/guest.rc' 2>/dev/null)\" = 1 ]"
+[ "$fail" = 0 ] || { echo "# console:"; sed 's/^/#   /' "$out/console.log" | tail -n 30; }
+
+# In the background: were the guard broken, this check must fail, not hang as CI did.
+t0=$SECONDS
+(PT_VM_TIMEOUT=30 pt_vm_run "$kv" "$out" "sleep 600" >/dev/null) &
+pid=$!
+while kill -0 "$pid" 2>/dev/null && ((SECONDS - t0 < 120)); do sleep 1; done
+if kill -0 "$pid" 2>/dev/null; then
+	pkill -KILL -f -- "file=$out/nvme.img,"
+	echo "# pt_vm_run still running 120 s after a 30 s timeout: QEMU killed by hand"
+fi
+wait "$pid"
+vrc=$?
+check "a guest past PT_VM_TIMEOUT is stopped with status 124 (got $vrc after $((SECONDS - t0)) s)" \
+	[ "$vrc" = 124 ]
+check "no QEMU of that guest is left running" sh -c "! pgrep -f -- 'file=$out/nvme.img,' >/dev/null"
+echo "1..$n"
+exit "$fail"
