@@ -12,7 +12,7 @@ echo "demo: booting Linux $kv under QEMU (software emulation, about a minute) ..
 pt_vm_run "$kv" "$out" "tests/vm/guest-demo.sh" >/dev/null
 if [ ! -f "$out/demo.txt" ]; then
 	echo "demo: the guest did not run the scenario; last console lines:" >&2
-	tail -25 "$out/console.log" >&2
+	tail -n 80 "$out/console.log" >&2
 	exit 1
 fi
 # The report, without the TAP bookkeeping (that is in $out/demo.txt).

@@ -2,8 +2,8 @@
 # Checks the VM harness's own guards, which keep a hang from eating CI's time in silence:
 #  1. in the guest, pt_step (guest-lib.sh) fails a step stuck in the kernel, prints the
 #     stuck task's kernel stack and ends the guest;
-#  2. on the host, pt_vm_run (lib.sh) kills a guest that outlives PT_VM_TIMEOUT, QEMU
-#     included, and returns 124.
+#  2. on the host, pt_vm_run (lib.sh) makes a guest that outlives PT_VM_TIMEOUT print its
+#     backtrace (an NMI through QMP), kills it, QEMU included, and returns 124.
 #
 #   tests/vm/harness_check.sh KERNEL_VERSION
 set -u
@@ -28,7 +28,7 @@ check "the guest stops after a stuck step, failed" \
 
 # In the background: were the guard broken, this check must fail, not hang as CI did.
 t0=$SECONDS
-(PT_VM_TIMEOUT=30 pt_vm_run "$kv" "$out" "sleep 600" >/dev/null) &
+(PT_VM_TIMEOUT=30 pt_vm_run "$kv" "$out" "sleep 600" >/dev/null 2>&1) &
 pid=$!
 while kill -0 "$pid" 2>/dev/null && ((SECONDS - t0 < 120)); do sleep 1; done
 if kill -0 "$pid" 2>/dev/null; then
@@ -39,6 +39,11 @@ wait "$pid"
 vrc=$?
 check "a guest past PT_VM_TIMEOUT is stopped with status 124 (got $vrc after $((SECONDS - t0)) s)" \
 	[ "$vrc" = 124 ]
-check "no QEMU of that guest is left running" sh -c "! pgrep -f -- 'file=$out/nvme.img,' >/dev/null"
+no_qemu_left() { ! pgrep -f -- "file=$out/nvme.img," >/dev/null; }
+check "no QEMU of that guest is left running" no_qemu_left
+check "QEMU was asked what the guest was doing" grep -q "^qmp: QEMU reports the guest running" \
+	"$out/qmp-diag.txt"
+check "the guest printed a CPU's backtrace on the NMI" \
+	grep -q "Kernel panic - not syncing: NMI" "$out/console.log"
 echo "1..$n"
 exit "$fail"

@@ -32,10 +32,12 @@ pt_need_space() {
 
 # pt_vm_run KERNEL_VERSION OUT_DIR GUEST_COMMAND [EXTRA_QEMU_OPTS]
 # Runs GUEST_COMMAND in the guest with $PT_OUT=OUT_DIR; the console goes to
-# OUT_DIR/console.log and to stdout. Returns vng's exit status (124 on timeout).
+# OUT_DIR/console.log and to stdout. Returns vng's exit status, 124 if the guest outlived
+# PT_VM_TIMEOUT: then OUT_DIR/qmp-diag.txt says what QEMU saw, and the console ends with
+# the guest's panic on the NMI that qmp_diag.py sent (every CPU's backtrace).
 pt_vm_run() {
 	local kv=$1 out=$2 cmd=$3 extra=${4:-}
-	local vmlinuz=/boot/vmlinuz-$kv img="$out/nvme.img"
+	local vmlinuz=/boot/vmlinuz-$kv img="$out/nvme.img" qmp="$out/qmp.sock" wd rc
 
 	[ -x "$PT_TOP/.venv/bin/vng" ] || pt_die "virtme-ng missing (.venv/bin/vng): run make deps"
 	[ -f "$vmlinuz" ] || pt_die "kernel image $vmlinuz missing: run make deps"
@@ -44,19 +46,43 @@ pt_vm_run() {
 	rm -rf "$out" && mkdir -p "$out"
 	pt_need_space "$img" "$PT_VM_NVME_SIZE"
 	truncate -s "$PT_VM_NVME_SIZE" "$img"
+
+	# The watchdog: at PT_VM_TIMEOUT it asks QEMU what the guest is doing (qmp_diag.py).
+	# Its sleep dies with it: an orphan would hold the caller's output open.
+	(
+		trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+		sleep "$PT_VM_TIMEOUT" & sp=$!
+		wait "$sp"
+		touch "$out/timed-out"
+		{
+			echo "vm: the guest is still running after ${PT_VM_TIMEOUT}s; asking QEMU (QMP)"
+			python3 "$PT_TOP/tests/vm/qmp_diag.py" "$qmp"
+		} 2>&1 | tee "$out/qmp-diag.txt" >&2
+	) &
+	wd=$!
 	# Not --foreground: vng starts virtme-run, which starts qemu, and with --foreground
 	# timeout signals vng alone. qemu then runs on, keeps the console pipe open and tee
 	# waits for it forever. Without it, timeout leads a process group of its own and
 	# signals all of it. stdin is /dev/null and stdout a pipe, so a background process
-	# group never touches the terminal.
-	timeout -k 10 "$PT_VM_TIMEOUT" \
+	# group never touches the terminal. It fires 30 s after the watchdog, time for the
+	# guest to print its panic.
+	# --verbose puts the kernel's console in the stream, at loglevel 5: errors and warnings
+	# (hung tasks, lockups, WARN, oops, panic) show where they happen; the rest is in dmesg.
+	# virtme-run then also tells of its virtiofsd attempts (it falls back to 9p): filtered.
+	timeout -k 10 $((PT_VM_TIMEOUT + 30)) \
 		vng --run "$vmlinuz" --disable-kvm --memory "$PT_VM_MEM" --cpus "$PT_VM_CPUS" \
 		--cwd "$PT_TOP" --rwdir "$out" \
-		--qemu-opts="-drive file=$img,if=none,id=nv0,format=raw,cache=none,aio=threads,$PT_DRIVE_OPTS -device nvme,serial=pagetier-nvme,drive=nv0 $extra" \
-		--exec "export PT_OUT=$out PT_TOP=$PT_TOP; $cmd" </dev/null 2>&1 | tee "$out/console.log"
-	local rc=${PIPESTATUS[0]}
+		--verbose --append loglevel=5 --append unknown_nmi_panic=1 --append panic_print=0x40 \
+		--qemu-opts="-qmp unix:$qmp,server=on,wait=off -drive file=$img,if=none,id=nv0,format=raw,cache=none,aio=threads,$PT_DRIVE_OPTS -device nvme,serial=pagetier-nvme,drive=nv0 $extra" \
+		--exec "export PT_OUT=$out PT_TOP=$PT_TOP; $cmd" </dev/null 2>&1 |
+		grep --line-buffered -v -e '^virtme: waiting for virtiofsd' -e '^fuse: invalid argument' |
+		tee "$out/console.log"
+	rc=${PIPESTATUS[0]}
+	kill "$wd" 2>/dev/null
+	wait "$wd" 2>/dev/null
+	[ -e "$out/timed-out" ] && rc=124
 	# A qemu left over would hold the image and a CPU: the drive path names this run's.
 	pkill -KILL -f -- "file=$img," 2>/dev/null
-	rm -f "$img"
+	rm -f "$img" "$qmp" "$out/timed-out"
 	return "$rc"
 }

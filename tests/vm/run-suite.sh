@@ -33,7 +33,9 @@ for kv in "$@"; do
 			WHY[$kv]+="guest did not finish (exit $vrc): boot failure or kernel crash; "
 		fi
 		WHY[$kv]+="console: $out/console.log"
-		echo "---- last console lines ----"; tail -25 "$out/console.log"
+		# The kernel's own report (a panic, the NMI backtrace of a timed-out guest) ends it.
+		echo "---- last console lines ----"; tail -n 80 "$out/console.log"
+		[ -f "$out/qmp-diag.txt" ] && { echo "---- QEMU ----"; cat "$out/qmp-diag.txt"; }
 	elif [ "$(cat "$out/guest.rc")" != 0 ] && [ "$f" = 0 ]; then
 		f=1; WHY[$kv]+="guest suite exited non-zero; "
 	fi

@@ -45,7 +45,7 @@ for kv in $kernels; do
 	if [ ! -f "$out/guest.rc" ] || [ "$(cat "$out/guest.rc")" != 0 ] || [ "$f" != 0 ]; then
 		rc=1
 		grep -h '^not ok\|^Bail' "$out"/*.tap 2>/dev/null
-		[ -f "$out/guest.rc" ] || { echo "guest did not finish:"; tail -20 "$out/console.log"; }
+		[ -f "$out/guest.rc" ] || { echo "guest did not finish:"; tail -n 80 "$out/console.log"; }
 	fi
 	echo "==== Linux $kv: $p passed, $f failed (TAP in $out)"
 done
