@@ -32,14 +32,14 @@ t0=$SECONDS
 pid=$!
 while kill -0 "$pid" 2>/dev/null && ((SECONDS - t0 < 120)); do sleep 1; done
 if kill -0 "$pid" 2>/dev/null; then
-	pkill -KILL -f -- "file=$out/nvme.img,"
+	pt_qemu_pids "$out/nvme.img" | xargs -r kill -KILL
 	echo "# pt_vm_run still running 120 s after a 30 s timeout: QEMU killed by hand"
 fi
 wait "$pid"
 vrc=$?
 check "a guest past PT_VM_TIMEOUT is stopped with status 124 (got $vrc after $((SECONDS - t0)) s)" \
 	[ "$vrc" = 124 ]
-no_qemu_left() { ! pgrep -f -- "file=$out/nvme.img," >/dev/null; }
+no_qemu_left() { [ -z "$(pt_qemu_pids "$out/nvme.img")" ]; }
 check "no QEMU of that guest is left running" no_qemu_left
 check "QEMU was asked what the guest was doing" grep -q "^qmp: QEMU reports the guest running" \
 	"$out/qmp-diag.txt"

@@ -30,6 +30,14 @@ pt_need_space() {
 		pt_die "$(numfmt --to=iec "$avail") free on $(df --output=target "$dir" | tail -n 1), but the emulated disk $img may grow to $size: free some space (or set PT_VM_NVME_SIZE)"
 }
 
+# pt_qemu_pids IMAGE: the QEMU processes whose command line names IMAGE as a drive. The
+# path is matched literally: a kernel version such as 6.12.117+deb12 holds regex syntax.
+pt_qemu_pids() {
+	local re
+	re=$(printf 'file=%s,' "$1" | sed 's/[][\.*^$+?(){}|]/\\&/g')
+	pgrep -f -- "$re"
+}
+
 # pt_vm_run KERNEL_VERSION OUT_DIR GUEST_COMMAND [EXTRA_QEMU_OPTS]
 # Runs GUEST_COMMAND in the guest with $PT_OUT=OUT_DIR; the console goes to
 # OUT_DIR/console.log and to stdout. Returns vng's exit status, 124 if the guest outlived
@@ -75,14 +83,15 @@ pt_vm_run() {
 		--verbose --append loglevel=5 --append unknown_nmi_panic=1 --append panic_print=0x40 \
 		--qemu-opts="-qmp unix:$qmp,server=on,wait=off -drive file=$img,if=none,id=nv0,format=raw,cache=none,aio=threads,$PT_DRIVE_OPTS -device nvme,serial=pagetier-nvme,drive=nv0 $extra" \
 		--exec "export PT_OUT=$out PT_TOP=$PT_TOP; $cmd" </dev/null 2>&1 |
-		grep --line-buffered -v -e '^virtme: waiting for virtiofsd' -e '^fuse: invalid argument' |
+		sed -u -e 's/^virtme-run: failed to start virtiofsd, fallback to 9p//' \
+			-e '/^virtme: waiting for virtiofsd/d' -e '/^fuse: invalid argument/d' |
 		tee "$out/console.log"
 	rc=${PIPESTATUS[0]}
 	kill "$wd" 2>/dev/null
 	wait "$wd" 2>/dev/null
 	[ -e "$out/timed-out" ] && rc=124
 	# A qemu left over would hold the image and a CPU: the drive path names this run's.
-	pkill -KILL -f -- "file=$img," 2>/dev/null
+	pt_qemu_pids "$img" | xargs -r kill -KILL 2>/dev/null
 	rm -f "$img" "$qmp" "$out/timed-out"
 	return "$rc"
 }
