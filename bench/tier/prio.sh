@@ -28,7 +28,7 @@ for profile in ${PROFILES:-unthrottled throttled nullb}; do
 	if [ $profile != nullb ]; then
 		mkdir -p "$imgdir"
 		rm -f "$imgdir/bench.img"
-		pt_need_space "$imgdir/bench.img" 4G
+		pt_need_space "$imgdir/bench.img" 4G	# the benchmark may fill it
 		truncate -s 4G "$imgdir/bench.img"
 		opts=
 		[ $profile = throttled ] &&

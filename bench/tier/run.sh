@@ -25,7 +25,7 @@ for profile in unthrottled throttled; do
 	imgdir=$out.img
 	mkdir -p "$imgdir"
 	rm -f "$imgdir/bench.img"
-	pt_need_space "$imgdir/bench.img" 4G
+	pt_need_space "$imgdir/bench.img" 4G	# the benchmark may fill it
 	truncate -s 4G "$imgdir/bench.img"
 	opts=
 	[ $profile = throttled ] && opts=$(echo ",$throttle" | sed 's/,\([a-z]\)/,throttling.\1/g')

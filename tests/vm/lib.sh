@@ -8,7 +8,11 @@ PT_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PT_VM_MEM=${PT_VM_MEM:-3G}
 PT_VM_CPUS=${PT_VM_CPUS:-2}
 PT_VM_NVME_SIZE=${PT_VM_NVME_SIZE:-4G}
-PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-900}
+# PT_VM_TIMEOUT (seconds a guest may run, default 900) is read by pt_vm_run itself, so that
+# a caller's own default (PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-2400} pt_vm_run ...) applies.
+# Free host disk a run needs for its sparse image: the suite writes 1.6 GiB of it at most
+# (measured with du); a run that needs more sets it (the benchmarks ask for the whole image).
+PT_VM_DISK_NEED=${PT_VM_DISK_NEED:-2G}
 export PATH="$PT_TOP/.venv/bin:$PATH"
 
 pt_die() { printf 'vm: error: %s\n' "$*" >&2; exit 1; }
@@ -19,15 +23,16 @@ pt_die() { printf 'vm: error: %s\n' "$*" >&2; exit 1; }
 # 1.6 GiB (its e2e scenarios swap a 1 GiB container out through the log-structured tier).
 PT_DRIVE_OPTS="werror=report,rerror=report"
 
-# pt_need_space IMAGE SIZE: a sparse IMAGE may grow to SIZE (truncate's syntax, e.g. 4G) as
-# the guest writes it: refuse to start with less free space than that on its file system.
+# pt_need_space IMAGE SIZE: the guest will write SIZE (truncate's syntax, e.g. 2G) of the
+# sparse IMAGE: refuse to start with less free space than that on its file system. Should
+# it write more than there is, the guest gets I/O errors (PT_DRIVE_OPTS), and tests fail.
 pt_need_space() {
 	local img=$1 size=$2 dir bytes avail
 	dir=$(dirname "$img")
 	bytes=$(numfmt --from=iec "$size") || pt_die "bad image size '$size'"
 	avail=$(df --output=avail -B1 "$dir" | tail -n 1)
 	[ "$avail" -ge "$bytes" ] ||
-		pt_die "$(numfmt --to=iec "$avail") free on $(df --output=target "$dir" | tail -n 1), but the emulated disk $img may grow to $size: free some space (or set PT_VM_NVME_SIZE)"
+		pt_die "$(numfmt --to=iec "$avail") free on $(df --output=target "$dir" | tail -n 1), but the guest will write up to $size of the emulated disk $img: free some space"
 }
 
 # pt_qemu_pids IMAGE: the QEMU processes whose command line names IMAGE as a drive. The
@@ -46,24 +51,25 @@ pt_qemu_pids() {
 pt_vm_run() {
 	local kv=$1 out=$2 cmd=$3 extra=${4:-}
 	local vmlinuz=/boot/vmlinuz-$kv img="$out/nvme.img" qmp="$out/qmp.sock" wd rc
+	local limit=${PT_VM_TIMEOUT:-900}
 
 	[ -x "$PT_TOP/.venv/bin/vng" ] || pt_die "virtme-ng missing (.venv/bin/vng): run make deps"
 	[ -f "$vmlinuz" ] || pt_die "kernel image $vmlinuz missing: run make deps"
 	[ -f "$PT_TOP/build/kmod/$kv/pagetier.ko" ] ||
 		pt_die "pagetier.ko for $kv not built (build/kmod/$kv): run make"
 	rm -rf "$out" && mkdir -p "$out"
-	pt_need_space "$img" "$PT_VM_NVME_SIZE"
+	pt_need_space "$img" "$PT_VM_DISK_NEED"
 	truncate -s "$PT_VM_NVME_SIZE" "$img"
 
 	# The watchdog: at PT_VM_TIMEOUT it asks QEMU what the guest is doing (qmp_diag.py).
 	# Its sleep dies with it: an orphan would hold the caller's output open.
 	(
 		trap 'kill "$sp" 2>/dev/null; exit 0' TERM
-		sleep "$PT_VM_TIMEOUT" & sp=$!
+		sleep "$limit" & sp=$!
 		wait "$sp"
 		touch "$out/timed-out"
 		{
-			echo "vm: the guest is still running after ${PT_VM_TIMEOUT}s; asking QEMU (QMP)"
+			echo "vm: the guest is still running after ${limit}s; asking QEMU (QMP)"
 			python3 "$PT_TOP/tests/vm/qmp_diag.py" "$qmp"
 		} 2>&1 | tee "$out/qmp-diag.txt" >&2
 	) &
@@ -77,7 +83,7 @@ pt_vm_run() {
 	# --verbose puts the kernel's console in the stream, at loglevel 5: errors and warnings
 	# (hung tasks, lockups, WARN, oops, panic) show where they happen; the rest is in dmesg.
 	# virtme-run then also tells of its virtiofsd attempts (it falls back to 9p): filtered.
-	timeout -k 10 $((PT_VM_TIMEOUT + 30)) \
+	timeout -k 10 $((limit + 30)) \
 		vng --run "$vmlinuz" --disable-kvm --memory "$PT_VM_MEM" --cpus "$PT_VM_CPUS" \
 		--cwd "$PT_TOP" --rwdir "$out" \
 		--verbose --append loglevel=5 --append unknown_nmi_panic=1 --append panic_print=0x40 \
