@@ -35,8 +35,9 @@ pt_need_space() {
 		pt_die "$(numfmt --to=iec "$avail") free on $(df --output=target "$dir" | tail -n 1), but the guest will write up to $size of the emulated disk $img: free some space"
 }
 
-# pt_qemu_pids IMAGE: the QEMU processes whose command line names IMAGE as a drive. The
-# path is matched literally: a kernel version such as 6.12.117+deb12 holds regex syntax.
+# pt_qemu_pids IMAGE: the processes of the guest whose drive is IMAGE (qemu, and the
+# virtme-ng and timeout above it, which carry its options). The path is matched literally:
+# a kernel version such as 6.12.117+deb12 holds regex syntax.
 pt_qemu_pids() {
 	local re
 	re=$(printf 'file=%s,' "$1" | sed 's/[][\.*^$+?(){}|]/\\&/g')
@@ -96,7 +97,7 @@ pt_vm_run() {
 	kill "$wd" 2>/dev/null
 	wait "$wd" 2>/dev/null
 	[ -e "$out/timed-out" ] && rc=124
-	# A qemu left over would hold the image and a CPU: the drive path names this run's.
+	# A qemu left over would hold the image and a CPU: its drive path names this run's.
 	pt_qemu_pids "$img" | xargs -r kill -KILL 2>/dev/null
 	rm -f "$img" "$qmp" "$out/timed-out"
 	return "$rc"
