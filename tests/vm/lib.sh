@@ -84,10 +84,19 @@ pt_vm_run() {
 	# --verbose puts the kernel's console in the stream, at loglevel 5: errors and warnings
 	# (hung tasks, lockups, WARN, oops, panic) show where they happen; the rest is in dmesg.
 	# virtme-run then also tells of its virtiofsd attempts (it falls back to 9p): filtered.
+	# cgroup.memory=nokmem: the first memory cgroup a guest creates turns on the memcg
+	# kmem static key, and the kernel live-patches every site of it (int3, then the new
+	# bytes). QEMU 7.2's multi-threaded TCG can run the other vCPU through a stale
+	# translation of a patched site afterwards: "Oops: int3" in __kmalloc_noprof, caught
+	# in CI at the start of tier_log_test's placement_two_cgroups, the first test that
+	# creates a cgroup (an oops under cgroup_mutex: the guest hangs or panics). Without
+	# kmem accounting that key never flips. Pages of user memory, all the tier ever
+	# stores, are charged to their memcg as before.
 	timeout -k 10 $((limit + 30)) \
 		vng --run "$vmlinuz" --disable-kvm --memory "$PT_VM_MEM" --cpus "$PT_VM_CPUS" \
 		--cwd "$PT_TOP" --rwdir "$out" \
 		--verbose --append loglevel=5 --append unknown_nmi_panic=1 --append panic_print=0x40 \
+		--append cgroup.memory=nokmem \
 		--qemu-opts="-qmp unix:$qmp,server=on,wait=off -drive file=$img,if=none,id=nv0,format=raw,cache=none,aio=threads,$PT_DRIVE_OPTS -device nvme,serial=pagetier-nvme,drive=nv0 $extra" \
 		--exec "export PT_OUT=$out PT_TOP=$PT_TOP; $cmd" </dev/null 2>&1 |
 		sed -u -e 's/^virtme-run: failed to start virtiofsd, fallback to 9p//' \
