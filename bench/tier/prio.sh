@@ -27,9 +27,7 @@ for profile in ${PROFILES:-unthrottled throttled nullb}; do
 	drive=
 	if [ $profile != nullb ]; then
 		mkdir -p "$imgdir"
-		rm -f "$imgdir/bench.img"
-		pt_need_space "$imgdir/bench.img" 4G	# the benchmark may fill it
-		truncate -s 4G "$imgdir/bench.img"
+		pt_new_image "$imgdir/bench.img" 4G 4G	# the benchmark may fill it
 		opts=
 		[ $profile = throttled ] &&
 			opts=$(echo ",$throttle" | sed 's/,\([a-z]\)/,throttling.\1/g')

@@ -24,9 +24,7 @@ for profile in unthrottled throttled; do
 	out=$PT_TOP/build/vm/bench-tier-$profile
 	imgdir=$out.img
 	mkdir -p "$imgdir"
-	rm -f "$imgdir/bench.img"
-	pt_need_space "$imgdir/bench.img" 4G	# the benchmark may fill it
-	truncate -s 4G "$imgdir/bench.img"
+	pt_new_image "$imgdir/bench.img" 4G 4G	# the benchmark may fill it
 	opts=
 	[ $profile = throttled ] && opts=$(echo ",$throttle" | sed 's/,\([a-z]\)/,throttling.\1/g')
 	echo "==== $profile: -drive ...$opts"

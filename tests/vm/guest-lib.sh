@@ -10,22 +10,26 @@
 # and in dmesg (which the final check of each suite reads for call traces). Under TCG an
 # honest wait for I/O stays far below it.
 echo 90 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
-echo 1 >/proc/sys/kernel/sysrq 2>/dev/null
+
+# pt_stat PID: the fields of /proc/PID/stat after the command name (state first).
+pt_stat() {
+	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null
+}
 
 # pt_alive PID: whether PID still runs (a zombie does not: kill -0 succeeds on one).
 pt_alive() {
 	local st
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+	st=$(pt_stat "$1") || return 1
 	[ "${st%% *}" != Z ]
 }
 
-# pt_stuck_tasks: every task in uninterruptible sleep, and every task of the session
+# pt_stuck_tasks SID: every task in uninterruptible sleep, and every task of the session
 # SID, with where it waits and its kernel stack.
 pt_stuck_tasks() {
 	local sid=$1 p st pid state comm
 	for p in /proc/[0-9]*; do
 		pid=${p#/proc/}
-		st=$(sed 's/.*) //' "$p/stat" 2>/dev/null) || continue
+		st=$(pt_stat "$pid") || continue
 		state=${st%% *}
 		# Field 6 of stat is the session; 4 after the state here.
 		set -- $st

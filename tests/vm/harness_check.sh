@@ -22,8 +22,8 @@ PT_VM_TIMEOUT=300 pt_vm_run "$kv" "$out" "tests/vm/harness-guest.sh" >/dev/null
 check "a returning step keeps its exit status" grep -qx "returning step: exit 3" "$out/returning.rc"
 check "a stuck step fails with a Bail out" grep -q "^Bail out! stuck step hung" "$out/stuck.tap"
 check "the stuck task's kernel stack is reported" grep -q "^#     .*mnt_want_write" "$out/stuck.tap"
-check "the guest stops after a stuck step, failed" \
-	sh -c "[ ! -e '$out/not-reached' ] && [ \"\$(cat '$out/guest.rc' 2>/dev/null)\" = 1 ]"
+stopped_failed() { [ ! -e "$out/not-reached" ] && [ "$(cat "$out/guest.rc" 2>/dev/null)" = 1 ]; }
+check "the guest stops after a stuck step, failed" stopped_failed
 [ "$fail" = 0 ] || { echo "# console:"; sed 's/^/#   /' "$out/console.log" | tail -n 30; }
 
 # In the background: were the guard broken, this check must fail, not hang as CI did.

@@ -8,8 +8,10 @@ PT_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PT_VM_MEM=${PT_VM_MEM:-3G}
 PT_VM_CPUS=${PT_VM_CPUS:-2}
 PT_VM_NVME_SIZE=${PT_VM_NVME_SIZE:-4G}
-# PT_VM_TIMEOUT (seconds a guest may run, default 900) is read by pt_vm_run itself, so that
-# a caller's own default (PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-2400} pt_vm_run ...) applies.
+# PT_VM_TIMEOUT (seconds a guest may run, default PT_VM_TIMEOUT_DEFAULT) is read by
+# pt_vm_run itself, so that a caller's own default (PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-2400}
+# pt_vm_run ...) applies.
+PT_VM_TIMEOUT_DEFAULT=900
 # Free host disk a run needs for its sparse image: the suite writes 1.6 GiB of it at most
 # (measured with du); a run that needs more sets it (the benchmarks ask for the whole image).
 PT_VM_DISK_NEED=${PT_VM_DISK_NEED:-2G}
@@ -23,16 +25,19 @@ pt_die() { printf 'vm: error: %s\n' "$*" >&2; exit 1; }
 # 1.6 GiB (its e2e scenarios swap a 1 GiB container out through the log-structured tier).
 PT_DRIVE_OPTS="werror=report,rerror=report"
 
-# pt_need_space IMAGE SIZE: the guest will write SIZE (truncate's syntax, e.g. 2G) of the
-# sparse IMAGE: refuse to start with less free space than that on its file system. Should
-# it write more than there is, the guest gets I/O errors (PT_DRIVE_OPTS), and tests fail.
-pt_need_space() {
-	local img=$1 size=$2 dir bytes avail
+# pt_new_image IMAGE SIZE NEED: a fresh sparse IMAGE of SIZE (truncate's syntax, e.g. 4G),
+# of which the guest will write NEED: refuse to start with less free space than that on
+# its file system. Should it write more than there is, the guest gets I/O errors
+# (PT_DRIVE_OPTS), and tests fail.
+pt_new_image() {
+	local img=$1 size=$2 need=$3 dir bytes avail
 	dir=$(dirname "$img")
-	bytes=$(numfmt --from=iec "$size") || pt_die "bad image size '$size'"
+	bytes=$(numfmt --from=iec "$need") || pt_die "bad size '$need'"
 	avail=$(df --output=avail -B1 "$dir" | tail -n 1)
 	[ "$avail" -ge "$bytes" ] ||
-		pt_die "$(numfmt --to=iec "$avail") free on $(df --output=target "$dir" | tail -n 1), but the guest will write up to $size of the emulated disk $img: free some space"
+		pt_die "$(numfmt --to=iec "$avail") free on $(df --output=target "$dir" | tail -n 1), but the guest will write up to $need of the emulated disk $img: free some space"
+	rm -f "$img"
+	truncate -s "$size" "$img"
 }
 
 # pt_qemu_pids IMAGE: the processes of the guest whose drive is IMAGE (qemu, and the
@@ -48,19 +53,19 @@ pt_qemu_pids() {
 # Runs GUEST_COMMAND in the guest with $PT_OUT=OUT_DIR; the console goes to
 # OUT_DIR/console.log and to stdout. Returns vng's exit status, 124 if the guest outlived
 # PT_VM_TIMEOUT: then OUT_DIR/qmp-diag.txt says what QEMU saw, and the console ends with
-# the guest's panic on the NMI that qmp_diag.py sent (every CPU's backtrace).
+# the guest's panic on the NMI that qmp_diag.py sent, with the backtrace of the CPU it
+# interrupted.
 pt_vm_run() {
 	local kv=$1 out=$2 cmd=$3 extra=${4:-}
 	local vmlinuz=/boot/vmlinuz-$kv img="$out/nvme.img" qmp="$out/qmp.sock" wd rc
-	local limit=${PT_VM_TIMEOUT:-900}
+	local limit=${PT_VM_TIMEOUT:-$PT_VM_TIMEOUT_DEFAULT}
 
 	[ -x "$PT_TOP/.venv/bin/vng" ] || pt_die "virtme-ng missing (.venv/bin/vng): run make deps"
 	[ -f "$vmlinuz" ] || pt_die "kernel image $vmlinuz missing: run make deps"
 	[ -f "$PT_TOP/build/kmod/$kv/pagetier.ko" ] ||
 		pt_die "pagetier.ko for $kv not built (build/kmod/$kv): run make"
 	rm -rf "$out" && mkdir -p "$out"
-	pt_need_space "$img" "$PT_VM_DISK_NEED"
-	truncate -s "$PT_VM_NVME_SIZE" "$img"
+	pt_new_image "$img" "$PT_VM_NVME_SIZE" "$PT_VM_DISK_NEED"
 
 	# The watchdog: at PT_VM_TIMEOUT it asks QEMU what the guest is doing (qmp_diag.py).
 	# Its sleep dies with it: an orphan would hold the caller's output open.
@@ -75,28 +80,33 @@ pt_vm_run() {
 		} 2>&1 | tee "$out/qmp-diag.txt" >&2
 	) &
 	wd=$!
+	# Guest kernel arguments:
+	local kargs=(
+		# The console joins the stream (vng --verbose) at loglevel 5: errors and warnings
+		# (hung tasks, lockups, WARN, oops, panic) show where they happen.
+		loglevel=5
+		# The watchdog's NMI panics the guest with the interrupted CPU's backtrace.
+		unknown_nmi_panic=1 panic_print=0x40
+		# The first memory cgroup a guest creates turns on the memcg kmem static key, and
+		# the kernel live-patches every site of it (int3, then the new bytes). QEMU 7.2's
+		# multi-threaded TCG can run the other vCPU through a stale translation of a
+		# patched site afterwards: "Oops: int3" in __kmalloc_noprof, caught in CI at the
+		# start of tier_log_test's placement_two_cgroups, the first test that creates a
+		# cgroup (an oops under cgroup_mutex: the guest hangs or panics). Without kmem
+		# accounting that key never flips. Pages of user memory, all the tier ever
+		# stores, are charged to their memcg as before.
+		cgroup.memory=nokmem
+	)
 	# Not --foreground: vng starts virtme-run, which starts qemu, and with --foreground
 	# timeout signals vng alone. qemu then runs on, keeps the console pipe open and tee
 	# waits for it forever. Without it, timeout leads a process group of its own and
 	# signals all of it. stdin is /dev/null and stdout a pipe, so a background process
 	# group never touches the terminal. It fires 30 s after the watchdog, time for the
-	# guest to print its panic.
-	# --verbose puts the kernel's console in the stream, at loglevel 5: errors and warnings
-	# (hung tasks, lockups, WARN, oops, panic) show where they happen; the rest is in dmesg.
-	# virtme-run then also tells of its virtiofsd attempts (it falls back to 9p): filtered.
-	# cgroup.memory=nokmem: the first memory cgroup a guest creates turns on the memcg
-	# kmem static key, and the kernel live-patches every site of it (int3, then the new
-	# bytes). QEMU 7.2's multi-threaded TCG can run the other vCPU through a stale
-	# translation of a patched site afterwards: "Oops: int3" in __kmalloc_noprof, caught
-	# in CI at the start of tier_log_test's placement_two_cgroups, the first test that
-	# creates a cgroup (an oops under cgroup_mutex: the guest hangs or panics). Without
-	# kmem accounting that key never flips. Pages of user memory, all the tier ever
-	# stores, are charged to their memcg as before.
+	# guest to print its panic. --verbose also makes virtme-run tell of its virtiofsd
+	# attempts (it falls back to 9p): filtered.
 	timeout -k 10 $((limit + 30)) \
 		vng --run "$vmlinuz" --disable-kvm --memory "$PT_VM_MEM" --cpus "$PT_VM_CPUS" \
-		--cwd "$PT_TOP" --rwdir "$out" \
-		--verbose --append loglevel=5 --append unknown_nmi_panic=1 --append panic_print=0x40 \
-		--append cgroup.memory=nokmem \
+		--cwd "$PT_TOP" --rwdir "$out" --verbose --append "${kargs[*]}" \
 		--qemu-opts="-qmp unix:$qmp,server=on,wait=off -drive file=$img,if=none,id=nv0,format=raw,cache=none,aio=threads,$PT_DRIVE_OPTS -device nvme,serial=pagetier-nvme,drive=nv0 $extra" \
 		--exec "export PT_OUT=$out PT_TOP=$PT_TOP; $cmd" </dev/null 2>&1 |
 		sed -u -e 's/^virtme-run: failed to start virtiofsd, fallback to 9p//' \

@@ -6,8 +6,9 @@
 Prints QEMU's run state: a guest paused by QEMU (an I/O error, a full host disk) prints
 nothing, and only QEMU can say so. A running guest gets an NMI: the guest kernel, booted
 with unknown_nmi_panic and panic_print=0x40 (tests/vm/lib.sh), panics and prints the
-backtrace of every CPU on the console, which shows a CPU spinning with interrupts off
-that no watchdog inside the guest could report. Called by pt_vm_run before it kills the
+backtrace of the CPU it interrupted on the console (the other CPU takes the NMI too and
+prints no stack of its own), which shows a CPU spinning with interrupts off that no
+watchdog inside the guest could report. Called by pt_vm_run before it kills the
 guest.
 """
 import json
@@ -49,7 +50,7 @@ def main() -> int:
                      else state))
             return 0
         reply = ask("inject-nmi")
-        print("qmp: NMI sent: the guest should panic with every CPU's backtrace"
+        print("qmp: NMI sent: the guest should panic with a CPU's backtrace"
               if "return" in reply else f"qmp: inject-nmi failed: {reply.get('error')}")
     except (OSError, ValueError) as e:
         print(f"qmp: {e}")

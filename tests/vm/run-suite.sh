@@ -28,7 +28,7 @@ for kv in "$@"; do
 	if [ ! -f "$out/guest.rc" ]; then
 		f=$((f + 1))
 		if [ "$vrc" = 124 ]; then
-			WHY[$kv]+="guest timed out after ${PT_VM_TIMEOUT:-900}s (hang or panic); "
+			WHY[$kv]+="guest timed out after ${PT_VM_TIMEOUT:-$PT_VM_TIMEOUT_DEFAULT}s (hang or panic); "
 		else
 			WHY[$kv]+="guest did not finish (exit $vrc): boot failure or kernel crash; "
 		fi

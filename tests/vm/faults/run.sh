@@ -32,9 +32,7 @@ for kv in $kernels; do
 	out=$PT_TOP/build/vm/faults-$kv
 	imgdir=$out.img		# pt_vm_run empties $out
 	mkdir -p "$imgdir"
-	rm -f "$imgdir/faulty.img"
-	pt_need_space "$imgdir/faulty.img" 512M	# fault_test writes a few MiB of it
-	truncate -s 4G "$imgdir/faulty.img"
+	pt_new_image "$imgdir/faulty.img" 4G 512M	# fault_test writes a few MiB of it
 	blkdebug_conf >"$imgdir/blkdebug.conf"
 	echo "==== fault injection on Linux $kv ===="
 	# About 30 s normally: the suite's 900 s would be too long to wait for a hang.
