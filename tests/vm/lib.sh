@@ -19,6 +19,37 @@ export PATH="$PT_TOP/.venv/bin:$PATH"
 
 pt_die() { printf 'vm: error: %s\n' "$*" >&2; exit 1; }
 
+# One guest at a time on this machine: a TCG guest takes every core, and two of them make
+# each other's timings noise (and may not fit in memory together). pt_vm_run takes
+# PT_VM_LOCK (flock) for the guest's lifetime and waits, saying so, while another run holds
+# it. A script that runs several guests as one measurement takes it once for all of them
+# with pt_vm_lock and sets PT_VM_LOCK_HELD=1; pt_vm_run then leaves it alone.
+PT_VM_LOCK=${PT_VM_LOCK:-/tmp/pagetier-vm.lock}
+
+pt_vm_lock() {
+	[ "${PT_VM_LOCK_HELD:-0}" = 1 ] && return 0
+	exec {PT_VM_LOCK_FD}>>"$PT_VM_LOCK" || pt_die "cannot open the VM lock $PT_VM_LOCK"
+	if ! flock -n "$PT_VM_LOCK_FD"; then
+		echo "vm: another guest runs on this machine (lock $PT_VM_LOCK held by: $(pt_vm_lock_holder)); waiting" >&2
+		flock "$PT_VM_LOCK_FD"
+	fi
+	echo "$$ $(date -u +%FT%TZ) ${0##*/}" >"$PT_VM_LOCK.owner" 2>/dev/null
+	PT_VM_LOCK_HELD=1
+	PT_VM_LOCK_OWN=1
+}
+
+pt_vm_unlock() {
+	[ "${PT_VM_LOCK_OWN:-0}" = 1 ] || return 0
+	flock -u "$PT_VM_LOCK_FD"
+	exec {PT_VM_LOCK_FD}>&-
+	PT_VM_LOCK_HELD=0
+	PT_VM_LOCK_OWN=0
+}
+
+pt_vm_lock_holder() {
+	cat "$PT_VM_LOCK.owner" 2>/dev/null || echo unknown
+}
+
 # Drive options of every emulated disk: a host I/O error, ENOSPC included, reaches the guest
 # as an I/O error. QEMU's default (werror=enospc) pauses the VM on a full host disk instead,
 # and a paused guest prints nothing until the timeout. The suite grows its image to about
@@ -64,6 +95,8 @@ pt_vm_run() {
 	[ -f "$vmlinuz" ] || pt_die "kernel image $vmlinuz missing: run make deps"
 	[ -f "$PT_TOP/build/kmod/$kv/pagetier.ko" ] ||
 		pt_die "pagetier.ko for $kv not built (build/kmod/$kv): run make"
+	local locked_here=0
+	[ "${PT_VM_LOCK_HELD:-0}" = 1 ] || { pt_vm_lock; locked_here=1; }
 	rm -rf "$out" && mkdir -p "$out"
 	pt_new_image "$img" "$PT_VM_NVME_SIZE" "$PT_VM_DISK_NEED"
 
@@ -119,5 +152,6 @@ pt_vm_run() {
 	# A qemu left over would hold the image and a CPU: its drive path names this run's.
 	pt_qemu_pids "$img" | xargs -r kill -KILL 2>/dev/null
 	rm -f "$img" "$qmp" "$out/timed-out"
+	[ "$locked_here" = 1 ] && pt_vm_unlock
 	return "$rc"
 }
