@@ -344,6 +344,41 @@ int BPF_PROG(pt_wakeup_raw, struct task_struct *p)
 /* --- ingress packets -------------------------------------------------------------------- */
 
 /*
+ * Requests over unix stream sockets (a database's local clients, sidecars): no packet
+ * reaches cgroup_skb for them, so the read of one is the signal, in the reading task's
+ * cgroup. Counted as a packet (flags AF_UNIX), under the same per-cgroup interval.
+ */
+static __always_inline int on_unix_recv(void)
+{
+	struct pt_bpf_cgroup *cg;
+	__u64 id, now;
+
+	cg = lookup_cgroup(bpf_get_current_cgroup_id(), PT_BPF_EV_NET);
+	if (!cg)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (!interval_ok(cg, PT_BPF_EV_NET, now, net_min_interval_ns)) {
+		limited(PT_BPF_EV_NET);
+		return 0;
+	}
+	id = bpf_get_current_pid_tgid();
+	return emit(cg, PT_BPF_EV_NET, 1 /* AF_UNIX */, now, id >> 32, (__u32)id, 0, 0);
+}
+
+/* static int unix_stream_recvmsg(struct socket *sock, struct msghdr *msg, size_t size, int flags) */
+SEC("fentry/unix_stream_recvmsg")
+int BPF_PROG(pt_unix_recv, struct socket *sock)
+{
+	return on_unix_recv();
+}
+
+SEC("kprobe/unix_stream_recvmsg")
+int BPF_KPROBE(pt_unix_recv_kp)
+{
+	return on_unix_recv();
+}
+
+/*
  * Attached once to the cgroup2 root (multi), so it runs for every packet delivered to a
  * local socket, after the stack has found the socket. bpf_skb_cgroup_id() is the cgroup of
  * that socket (the cgroup of the task that created it): the receiving container, even though

@@ -28,7 +28,9 @@ enum pt_bpf_event_type {
 	 * first one), so a wake after a quiet period is told from ongoing activity. */
 	PT_BPF_EV_WAKEUP = 3,
 	/* A packet delivered to a socket owned by the cgroup. pid/tid: 0 (softirq context).
-	 * extra: the packet length, flags: its ethertype (host order). */
+	 * extra: the packet length, flags: its ethertype (host order). Or a message read from
+	 * a unix stream socket by a task of the cgroup: flags 1 (AF_UNIX), pid/tid: the
+	 * reader, extra: 0. */
 	PT_BPF_EV_NET = 4,
 	PT_BPF_EV_MAX = 5
 };

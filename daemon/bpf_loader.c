@@ -48,6 +48,9 @@ static const struct signal signals[] = {
 		{ "pt_wakeup_raw", K_RAW_TP, "sched_wakeup" } }, 2 },
 	{ "net", {
 		{ "pt_ingress", K_CGROUP_SKB, "ingress" } }, 1 },
+	{ "unix", {
+		{ "pt_unix_recv", K_FENTRY, "unix_stream_recvmsg" },
+		{ "pt_unix_recv_kp", K_KPROBE, "unix_stream_recvmsg" } }, 2 },
 };
 
 #define NR_SIGNALS (sizeof(signals) / sizeof(signals[0]))

@@ -98,6 +98,8 @@ int pt_cgroup_read_key(const char *dir, const char *file, const char *key, uint6
 
 int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s)
 {
+	char path[PATH_MAX], *stat;
+	ssize_t n;
 	int rc;
 
 	memset(s, 0, sizeof(*s));
@@ -107,7 +109,16 @@ int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s)
 	rc = pt_cgroup_read_u64(dir, "memory.current", &s->memory_current);
 	if (rc)
 		return rc;
-	rc = pt_cgroup_read_key(dir, "memory.stat", "anon", &s->anon);
+	stat = malloc(16384);
+	if (!stat)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/memory.stat", dir);
+	n = pt_read_file(path, stat, 16384);
+	rc = n < 0 ? (int)n : pt_flat_keyed_get(stat, "anon", &s->anon);
+	/* Pages both in memory and in swap: written, but not yet freed. */
+	if (!rc && pt_flat_keyed_get(stat, "swapcached", &s->swapcached))
+		s->swapcached = 0;
+	free(stat);
 	if (rc)
 		return rc;
 	/* memory.swap.current is absent without swap accounting; that is not an error. */

@@ -16,6 +16,7 @@ struct pt_cgroup_sample {
 	uint64_t memory_current;	/* memory.current, bytes */
 	uint64_t anon;			/* memory.stat anon, bytes */
 	uint64_t swap_current;		/* memory.swap.current, bytes (0 if absent) */
+	uint64_t swapcached;		/* memory.stat swapcached: in swap and still in memory */
 };
 
 /* Calls @fn for every cgroup below @root (not @root itself), with "/a/b" and its id. */

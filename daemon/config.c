@@ -13,9 +13,42 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Policy keys a section set, so that [defaults] fills only the others. */
 enum {
 	SET_IDLE = 1 << 0,
+	SET_CLASS = 1 << 1,
+	SET_FLOOR = 1 << 2,
+	SET_PREFETCH = 1 << 3,
+	SET_CAP = 1 << 4,
+	SET_COLD = 1 << 5,
+	SET_IDLE_CPU = 1 << 6,
+	SET_IDLE_PACKETS = 1 << 7,
+	SET_IDLE_FRESH = 1 << 8,
+	SET_WAKE_REFAULTS = 1 << 9,
+	SET_IDLE_WS = 1 << 10,
 };
+
+/*
+ * Built-in policy defaults; README.md ("Configuration") says why each is what it is.
+ * idle_threshold: 30 s without serving is idle. cold_after: 2 min, DAMON_RECLAIM's min_age.
+ * idle_cpu: 5% of a CPU, above what timers and housekeeping cost (redis's serverCron: 2% in
+ * the emulated test VM), below any real work. idle_working_set: 16 MiB touched per epoch,
+ * of which idle_fresh: 1 MiB not touched in the epochs before (redis's timers touch the
+ * same few MiB every second). wake_refaults: 256 KiB per second.
+ */
+static void policy_builtin_defaults(struct pt_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->class = PT_CLASS_BESTEFFORT;
+	p->prefetch = true;
+	p->idle.threshold_ms = 30000;
+	p->idle.cpu_permille = 50;
+	p->idle.max_packets = 0;
+	p->idle.working_set_bytes = 16ULL << 20;
+	p->idle.fresh_bytes = 1ULL << 20;
+	p->idle.wake_pages = (256ULL << 10) / 4096;
+	p->cold_after_ms = 120000;
+}
 
 void pt_config_defaults(struct pt_config *cfg)
 {
@@ -27,7 +60,7 @@ void pt_config_defaults(struct pt_config *cfg)
 	cfg->chunk_shift = 16;
 	cfg->offload_rate = 128ULL << 20;
 	cfg->prefetch_rate = 1ULL << 30;
-	cfg->default_idle_ms = 30000;
+	policy_builtin_defaults(&cfg->defaults);
 	cfg->log_level = PT_LOG_INFO;
 }
 
@@ -85,6 +118,32 @@ int pt_parse_duration_ms(const char *s, uint64_t *out)
 	static const uint64_t sc[] = { 1, 1000, 60000, 3600000 };
 
 	return parse_scaled(s, out, sfx, sc, sizeof(sc) / sizeof(sc[0]));
+}
+
+int pt_parse_permille(const char *s, uint32_t *out)
+{
+	unsigned long long whole = 0, frac = 0;
+	int digits = 0;
+	const char *c = s;
+
+	if (!isdigit((unsigned char)*c))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*c); c++) {
+		whole = whole * 10 + (unsigned long long)(*c - '0');
+		if (whole > 100000)
+			return -EINVAL;
+	}
+	if (*c == '.') {
+		for (c++; isdigit((unsigned char)*c); c++)
+			if (digits++ == 0)
+				frac = (unsigned long long)(*c - '0');
+		if (!digits)
+			return -EINVAL;
+	}
+	if (strcmp(c, "%") != 0)
+		return -EINVAL;
+	*out = (uint32_t)(whole * 10 + frac);
+	return 0;
 }
 
 int pt_parse_bool(const char *s, bool *out)
@@ -189,6 +248,126 @@ static bool valid_name(const char *s)
 	return true;
 }
 
+/*
+ * One policy key into @p (a container's section, or [defaults]). 1: taken; 0: an error,
+ * reported.
+ */
+static int policy_key(struct parse_state *st, struct pt_policy *p, const char *section,
+		      const char *name, const char *value)
+{
+	uint64_t v;
+
+	if (strcmp(name, "match_cgroup") == 0) {
+		if (value[0] != '/' || strlen(value) >= sizeof(p->match_cgroup)) {
+			add_error(st, "match_cgroup must be a path or glob starting with '/' below cgroup_root (e.g. /system.slice/docker-*.scope), got '%s'",
+				  value);
+			return 0;
+		}
+		snprintf(p->match_cgroup, sizeof(p->match_cgroup), "%s", value);
+	} else if (strcmp(name, "match_id") == 0) {
+		size_t n = strlen(value);
+
+		if (n < 12 || n >= sizeof(p->match_id) || strspn(value, "0123456789abcdef") != n) {
+			add_error(st, "match_id must be a container id (lower-case hex, at least 12 characters), got '%s'",
+				  value);
+			return 0;
+		}
+		snprintf(p->match_id, sizeof(p->match_id), "%s", value);
+	} else if (strcmp(name, "class") == 0) {
+		if (strcmp(value, "critical") == 0) {
+			p->class = PT_CLASS_CRITICAL;
+		} else if (strcmp(value, "besteffort") == 0) {
+			p->class = PT_CLASS_BESTEFFORT;
+		} else {
+			add_error(st, "class must be critical or besteffort, got '%s'", value);
+			return 0;
+		}
+		p->set_mask |= SET_CLASS;
+	} else if (strcmp(name, "idle_threshold") == 0) {
+		if (pt_parse_duration_ms(value, &v) || v < 100) {
+			add_error(st, "idle_threshold must be a duration of at least 100ms (e.g. 30s), got '%s'",
+				  value);
+			return 0;
+		}
+		p->idle.threshold_ms = v;
+		p->set_mask |= SET_IDLE;
+	} else if (strcmp(name, "idle_cpu") == 0) {
+		if (pt_parse_permille(value, &p->idle.cpu_permille)) {
+			add_error(st, "idle_cpu must be a share of one CPU in percent (e.g. 5%% or 0.5%%), got '%s'",
+				  value);
+			return 0;
+		}
+		p->set_mask |= SET_IDLE_CPU;
+	} else if (strcmp(name, "idle_packets") == 0) {
+		char *end;
+		unsigned long n = strtoul(value, &end, 10);
+
+		if (!isdigit((unsigned char)*value) || *end || n >= PT_IDLE_PACKET_RING) {
+			add_error(st, "idle_packets must be a number of ingress packets from 0 to %d, got '%s'",
+				  PT_IDLE_PACKET_RING - 1, value);
+			return 0;
+		}
+		p->idle.max_packets = (uint32_t)n;
+		p->set_mask |= SET_IDLE_PACKETS;
+	} else if (strcmp(name, "idle_working_set") == 0) {
+		if (pt_parse_size(value, &v)) {
+			add_error(st, "idle_working_set must be a size (e.g. 16M), got '%s'", value);
+			return 0;
+		}
+		p->idle.working_set_bytes = v;
+		p->set_mask |= SET_IDLE_WS;
+	} else if (strcmp(name, "idle_fresh") == 0) {
+		if (pt_parse_size(value, &v)) {
+			add_error(st, "idle_fresh must be a size (e.g. 1M), got '%s'", value);
+			return 0;
+		}
+		p->idle.fresh_bytes = v;
+		p->set_mask |= SET_IDLE_FRESH;
+	} else if (strcmp(name, "wake_refaults") == 0) {
+		if (pt_parse_size(value, &v) || v < 4096) {
+			add_error(st, "wake_refaults must be a size per second of at least 4K (e.g. 256K), got '%s'",
+				  value);
+			return 0;
+		}
+		p->idle.wake_pages = v / 4096;
+		p->set_mask |= SET_WAKE_REFAULTS;
+	} else if (strcmp(name, "resident_floor") == 0) {
+		if (pt_parse_size(value, &v)) {
+			add_error(st, "resident_floor must be a size (e.g. 64M), got '%s'", value);
+			return 0;
+		}
+		p->resident_floor_bytes = v;
+		p->set_mask |= SET_FLOOR;
+	} else if (strcmp(name, "prefetch") == 0) {
+		if (pt_parse_bool(value, &p->prefetch)) {
+			add_error(st, "prefetch must be yes or no, got '%s'", value);
+			return 0;
+		}
+		p->set_mask |= SET_PREFETCH;
+	} else if (strcmp(name, "cold_after") == 0) {
+		if (pt_parse_duration_ms(value, &v) && strcmp(value, "0")) {
+			add_error(st, "cold_after must be a duration (e.g. 2m) or 0 (off), got '%s'",
+				  value);
+			return 0;
+		}
+		p->cold_after_ms = strcmp(value, "0") ? v : 0;
+		p->set_mask |= SET_COLD;
+	} else if (strcmp(name, "offload_cap") == 0) {
+		if (pt_parse_size(value, &v)) {
+			add_error(st, "offload_cap must be a size (e.g. 2G, 0 for no cap), got '%s'",
+				  value);
+			return 0;
+		}
+		p->offload_cap_bytes = v;
+		p->set_mask |= SET_CAP;
+	} else {
+		add_error(st, "unknown key '%s' in [%s] (known: %s)", name, section,
+			  "match_cgroup, match_id, class, idle_threshold, idle_cpu, idle_packets, idle_working_set, idle_fresh, wake_refaults, resident_floor, prefetch, offload_cap, cold_after");
+		return 0;
+	}
+	return 1;
+}
+
 static int main_handler(struct parse_state *st, const char *section, const char *name,
 			const char *value)
 {
@@ -260,17 +439,12 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 		return 1;
 	}
 	if (strcmp(section, "defaults") == 0) {
-		if (strcmp(name, "idle_threshold") == 0) {
-			if (pt_parse_duration_ms(value, &v) || v < 100) {
-				add_error(st, "idle_threshold must be a duration of at least 100ms (e.g. 30s), got '%s'",
-					  value);
-				return 0;
-			}
-			cfg->default_idle_ms = v;
-			return 1;
+		if (strcmp(name, "match_cgroup") == 0 || strcmp(name, "match_id") == 0) {
+			add_error(st, "%s belongs in a container's section in containers.d/*.conf, not in [defaults]",
+				  name);
+			return 0;
 		}
-		add_error(st, "unknown key '%s' in [defaults] (known: idle_threshold)", name);
-		return 0;
+		return policy_key(st, &cfg->defaults, "defaults", name, value);
 	}
 	add_error(st, "unknown section [%s] (pagetierd.conf has [daemon] and [defaults]; container policies go in containers.d/*.conf)",
 		  section);
@@ -282,7 +456,6 @@ static int policy_handler(struct parse_state *st, const char *section, const cha
 {
 	struct pt_config *cfg = st->cfg;
 	struct pt_policy *p;
-	uint64_t v;
 
 	if (!valid_name(section)) {
 		add_error(st, "container name [%s] must be 1-%d characters of A-Z a-z 0-9 - _ .",
@@ -303,77 +476,11 @@ static int policy_handler(struct parse_state *st, const char *section, const cha
 		}
 		cfg->policies = n;
 		p = &n[cfg->n_policies++];
-		memset(p, 0, sizeof(*p));
+		policy_builtin_defaults(p);
 		snprintf(p->name, sizeof(p->name), "%s", section);
 		snprintf(p->source, sizeof(p->source), "%s:%d", st->path, st->section_line);
-		p->class = PT_CLASS_BESTEFFORT;
-		p->prefetch = true;
 	}
-
-	if (strcmp(name, "match_cgroup") == 0) {
-		if (value[0] != '/' || strlen(value) >= sizeof(p->match_cgroup)) {
-			add_error(st, "match_cgroup must be a path or glob starting with '/' below cgroup_root (e.g. /system.slice/docker-*.scope), got '%s'",
-				  value);
-			return 0;
-		}
-		snprintf(p->match_cgroup, sizeof(p->match_cgroup), "%s", value);
-	} else if (strcmp(name, "match_id") == 0) {
-		size_t n = strlen(value);
-
-		if (n < 12 || n >= sizeof(p->match_id) || strspn(value, "0123456789abcdef") != n) {
-			add_error(st, "match_id must be a container id (lower-case hex, at least 12 characters), got '%s'",
-				  value);
-			return 0;
-		}
-		snprintf(p->match_id, sizeof(p->match_id), "%s", value);
-	} else if (strcmp(name, "class") == 0) {
-		if (strcmp(value, "critical") == 0) {
-			p->class = PT_CLASS_CRITICAL;
-		} else if (strcmp(value, "besteffort") == 0) {
-			p->class = PT_CLASS_BESTEFFORT;
-		} else {
-			add_error(st, "class must be critical or besteffort, got '%s'", value);
-			return 0;
-		}
-	} else if (strcmp(name, "idle_threshold") == 0) {
-		if (pt_parse_duration_ms(value, &v) || v < 100) {
-			add_error(st, "idle_threshold must be a duration of at least 100ms (e.g. 30s), got '%s'",
-				  value);
-			return 0;
-		}
-		p->idle_threshold_ms = v;
-		p->set_mask |= SET_IDLE;
-	} else if (strcmp(name, "resident_floor") == 0) {
-		if (pt_parse_size(value, &v)) {
-			add_error(st, "resident_floor must be a size (e.g. 64M), got '%s'", value);
-			return 0;
-		}
-		p->resident_floor_bytes = v;
-	} else if (strcmp(name, "prefetch") == 0) {
-		if (pt_parse_bool(value, &p->prefetch)) {
-			add_error(st, "prefetch must be yes or no, got '%s'", value);
-			return 0;
-		}
-	} else if (strcmp(name, "cold_after") == 0) {
-		if (pt_parse_duration_ms(value, &v) && strcmp(value, "0")) {
-			add_error(st, "cold_after must be a duration (e.g. 2s) or 0 (off), got '%s'",
-				  value);
-			return 0;
-		}
-		p->cold_after_ms = strcmp(value, "0") ? v : 0;
-	} else if (strcmp(name, "offload_cap") == 0) {
-		if (pt_parse_size(value, &v)) {
-			add_error(st, "offload_cap must be a size (e.g. 2G, 0 for no cap), got '%s'",
-				  value);
-			return 0;
-		}
-		p->offload_cap_bytes = v;
-	} else {
-		add_error(st, "unknown key '%s' in [%s] (known: match_cgroup, match_id, class, idle_threshold, resident_floor, prefetch, offload_cap, cold_after)",
-			  name, section);
-		return 0;
-	}
-	return 1;
+	return policy_key(st, p, section, name, value);
 }
 
 static int on_ini_key(void *user, const char *section, const char *name, const char *value)
@@ -455,6 +562,33 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Keys a container's section did not set come from [defaults]. */
+static void apply_defaults(struct pt_policy *p, const struct pt_policy *d)
+{
+	if (!(p->set_mask & SET_CLASS))
+		p->class = d->class;
+	if (!(p->set_mask & SET_IDLE))
+		p->idle.threshold_ms = d->idle.threshold_ms;
+	if (!(p->set_mask & SET_IDLE_CPU))
+		p->idle.cpu_permille = d->idle.cpu_permille;
+	if (!(p->set_mask & SET_IDLE_PACKETS))
+		p->idle.max_packets = d->idle.max_packets;
+	if (!(p->set_mask & SET_IDLE_WS))
+		p->idle.working_set_bytes = d->idle.working_set_bytes;
+	if (!(p->set_mask & SET_IDLE_FRESH))
+		p->idle.fresh_bytes = d->idle.fresh_bytes;
+	if (!(p->set_mask & SET_WAKE_REFAULTS))
+		p->idle.wake_pages = d->idle.wake_pages;
+	if (!(p->set_mask & SET_FLOOR))
+		p->resident_floor_bytes = d->resident_floor_bytes;
+	if (!(p->set_mask & SET_PREFETCH))
+		p->prefetch = d->prefetch;
+	if (!(p->set_mask & SET_CAP))
+		p->offload_cap_bytes = d->offload_cap_bytes;
+	if (!(p->set_mask & SET_COLD))
+		p->cold_after_ms = d->cold_after_ms;
+}
+
 static int validate_policies(struct pt_config *cfg, char *err)
 {
 	int rc = 0;
@@ -470,8 +604,7 @@ static int validate_policies(struct pt_config *cfg, char *err)
 				 p->source, p->name);
 			rc = -EINVAL;
 		}
-		if (!(p->set_mask & SET_IDLE))
-			p->idle_threshold_ms = cfg->default_idle_ms;
+		apply_defaults(p, &cfg->defaults);
 	}
 	return rc;
 }

@@ -8,14 +8,16 @@
  *   runtime_dir = /run/pagetier           match_id = 3f2a9c01ab77         below cgroup_root)
  *   poll_interval = 500ms                 class = besteffort | critical
  *   log_level = info                      idle_threshold = 30s
- *   scan_interval = 1s                    cold_after = 0                (0: only at idle)
+ *   scan_interval = 1s                    cold_after = 2m               (0: only at idle)
  *   chunk_size = 64K
  *   offload_rate = 128M
  *   free_watermark = 0                    (keep this much available; 0: off)
  *   prefetch_rate = 1G                    (per container and second; 0: no limit)
  *   [defaults]                            resident_floor = 0
- *   idle_threshold = 30s                  prefetch = yes
+ *   (any policy key but match_*)          prefetch = yes
  *                                         offload_cap = 0               (0: no cap)
+ *                                         idle_cpu = 5%    idle_packets = 0
+ *                                         idle_fresh = 1M  wake_refaults = 256K
  *
  * Every error names the file and the line. Parsing is pure apart from reading the files,
  * so it is unit tested against fixture trees.
@@ -28,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "idle.h"
 #include "log.h"
 
 #define PT_NAME_MAX 64
@@ -41,7 +44,7 @@ struct pt_policy {
 	char match_cgroup[PATH_MAX];	/* glob over "/a/b" paths below cgroup_root, or "" */
 	char match_id[128];		/* container id (or a prefix of 12+ chars), or "" */
 	enum pt_class class;
-	uint64_t idle_threshold_ms;
+	struct pt_idle_params idle;	/* what idle means for it (idle.h) */
 	uint64_t resident_floor_bytes;
 	bool prefetch;
 	uint64_t offload_cap_bytes;	/* 0: no cap */
@@ -58,7 +61,7 @@ struct pt_config {
 	uint64_t offload_rate;		/* bytes/s of cold offload per container, at most */
 	uint64_t free_watermark;	/* keep MemAvailable above this (0: off) */
 	uint64_t prefetch_rate;		/* bytes/s of wake prefetch per container, 0: no limit */
-	uint64_t default_idle_ms;
+	struct pt_policy defaults;	/* [defaults]: keys a container's section leaves out */
 	enum pt_log_level log_level;
 	struct pt_policy *policies;
 	size_t n_policies;
@@ -83,6 +86,8 @@ bool pt_policy_matches(const struct pt_policy *p, const char *relpath);
 int pt_parse_size(const char *s, uint64_t *out);
 int pt_parse_duration_ms(const char *s, uint64_t *out);
 int pt_parse_bool(const char *s, bool *out);
+/* "5%", "0.5%" (one decimal kept) -> permille. */
+int pt_parse_permille(const char *s, uint32_t *out);
 const char *pt_class_name(enum pt_class c);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "kmod_client.h"
 #include "log.h"
+#include "ranges.h"
 
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
@@ -31,8 +32,11 @@ uint64_t pt_now_ms(void)
 
 /* Model size: enough chunks for 256 GiB of 64 KiB chunks, allocated as it grows. */
 #define PT_HOT_MAX_CHUNKS (1U << 22)
-/* Chunks used this many epochs before idle are in the wake set. */
+/* Chunks used in this many epochs up to the last busy one are in the wake set. */
 #define PT_WAKE_RECENT_EPOCHS 5
+/* Cold offload: passes, and the wait between them, to drop the swap cache it left. */
+#define PT_COLD_DROP_PASSES 10
+#define PT_COLD_DROP_WAIT_MS 100
 /* Prefetch quality is measured over this long after a wake. */
 #define PT_QUALITY_WINDOW_MS 10000
 
@@ -51,6 +55,31 @@ void pt_context_init(struct pt_context *ctx, const struct pt_policy *policy,
 	ctx->hot_ok = pt_hot_init(&ctx->hot, chunk_shift, PT_HOT_MAX_CHUNKS) == 0;
 	if (!ctx->hot_ok)
 		pt_warn("%s: no memory for the hotness model: offload at idle only", policy->name);
+}
+
+uint64_t pt_context_saved(const struct pt_context *ctx)
+{
+	const struct pt_cgroup_sample *s = &ctx->sample;
+
+	return s->swap_current > s->swapcached ? s->swap_current - s->swapcached : 0;
+}
+
+double pt_context_write_amp(const struct pt_context *ctx)
+{
+	uint64_t saved = pt_context_saved(ctx);
+
+	if (!ctx->tier_written_known || !saved)
+		return -1;
+	return (double)ctx->tier_written / (double)saved;
+}
+
+void pt_context_tier_written(struct pt_context *ctx, uint64_t total)
+{
+	if (!ctx->tier_written_known) {
+		ctx->tier_written_known = true;
+		ctx->tier_written_base = total;
+	}
+	ctx->tier_written = total >= ctx->tier_written_base ? total - ctx->tier_written_base : 0;
 }
 
 static void drop_wake_set(struct pt_context *ctx)
@@ -127,7 +156,43 @@ static struct pt_action *new_action(struct pt_context *ctx, enum pt_job_kind kin
 	return a;
 }
 
-/* Worker thread: page out each process's anonymous ranges, up to the budget. */
+/* The keep ranges of @pid in @a, or NULL. */
+static const struct pt_proc_ranges *keep_of(const struct pt_action *a, pid_t pid)
+{
+	for (int i = 0; i < a->n_keep; i++)
+		if (a->keep[i].pid == pid)
+			return &a->keep[i];
+	return NULL;
+}
+
+/*
+ * @pr (a process's anonymous ranges) minus its keep ranges, cut to @budget bytes. 0 or
+ * -ENOMEM (then @pr is freed).
+ */
+static int advisable(const struct pt_action *a, struct pt_proc_ranges *pr, uint64_t budget)
+{
+	const struct pt_proc_ranges *keep = keep_of(a, pr->pid);
+	struct pt_range *rest;
+	int n;
+
+	if (keep && keep->n) {
+		n = pt_ranges_subtract(pr->r, (size_t)pr->n, keep->r, (size_t)keep->n, &rest);
+		if (n < 0) {
+			pt_proc_ranges_free(pr);
+			return n;
+		}
+		free(pr->r);
+		pr->r = rest;
+		pr->n = pr->cap = n;
+	}
+	pr->n = (int)pt_ranges_truncate(pr->r, (size_t)pr->n, budget);
+	return 0;
+}
+
+/*
+ * Worker thread: page out each process's anonymous ranges, up to the budget, but its
+ * idle working set.
+ */
 static void run_offload(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
@@ -159,8 +224,10 @@ static void run_offload(struct pt_job *job)
 		 * Ranges are virtual: they bound the advice, the kernel pages out only what is
 		 * resident, so the budget is an upper bound on what leaves.
 		 */
-		if (pt_proc_anon_ranges(pids[i], a->budget - done, pr))
+		if (pt_proc_anon_ranges(pids[i], 0, pr))
 			continue;	/* exited meanwhile */
+		if (advisable(a, pr, a->budget - done))
+			continue;
 		got = pt_proc_advise_paced(pr, MADV_PAGEOUT, a->rate);
 		if (got < 0) {
 			pt_proc_ranges_free(pr);
@@ -286,18 +353,55 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
 	return a;
 }
 
-/* Worker thread: page out the cold chunks' ranges. */
+/*
+ * What MADV_PAGEOUT wrote but left in the swap cache (the write completed after the advice
+ * returned: plain swap on a block device; a pagetier tier completes it at once), dropped
+ * with memory.reclaim of no more than that: the kernel put those pages, written back and
+ * unmapped, at the tail of the LRU, so they go first. At most @max_bytes. Returns the bytes
+ * it dropped.
+ */
+static uint64_t drop_swapcache(const char *dir, uint64_t before, uint64_t max_bytes)
+{
+	uint64_t freed = 0;
+
+	for (int pass = 0; pass < PT_COLD_DROP_PASSES && freed < max_bytes; pass++) {
+		uint64_t sc, cur0, cur1, want;
+		char amount[32];
+
+		if (pt_cgroup_read_key(dir, "memory.stat", "swapcached", &sc) || sc <= before ||
+		    sc - before < (1ULL << 20))
+			break;
+		want = sc - before < max_bytes - freed ? sc - before : max_bytes - freed;
+		if (pt_cgroup_read_u64(dir, "memory.current", &cur0))
+			break;
+		snprintf(amount, sizeof(amount), "%llu", (unsigned long long)want);
+		/* -EAGAIN: less than asked, pages still under write-back; the next pass. */
+		pt_cgroup_write(dir, "memory.reclaim", amount);
+		if (!pt_cgroup_read_u64(dir, "memory.current", &cur1) && cur1 < cur0)
+			freed += cur0 - cur1;
+		struct timespec ts = { .tv_nsec = PT_COLD_DROP_WAIT_MS * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	return freed;
+}
+
+/* Worker thread: page out the cold chunks' ranges, and free what that left behind. */
 static void run_cold(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
-	uint64_t t0 = pt_now_ms();
+	uint64_t t0 = pt_now_ms(), sc_before = 0;
 
+	if (pt_cgroup_read_key(a->dir, "memory.stat", "swapcached", &sc_before))
+		sc_before = UINT64_MAX;	/* a kernel without it: nothing to measure */
 	for (int i = 0; i < a->n_set; i++) {
 		int64_t got = pt_proc_advise(&a->set[i], MADV_PAGEOUT);
 
 		if (got > 0)
 			a->bytes += got;
 	}
+	if (sc_before != UINT64_MAX && a->bytes > 0)
+		a->freed = drop_swapcache(a->dir, sc_before, (uint64_t)a->bytes);
 	a->ms = pt_now_ms() - t0;
 }
 
@@ -332,6 +436,34 @@ struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval
 	return pt_context_cold_ids(ctx, ids, (size_t)n);
 }
 
+/* Worker thread: drop up to a->budget bytes of the swap cache. */
+static void run_trim(struct pt_job *job)
+{
+	struct pt_action *a = (struct pt_action *)job;
+	uint64_t t0 = pt_now_ms();
+
+	a->freed = drop_swapcache(a->dir, 0, a->budget);
+	a->ms = pt_now_ms() - t0;
+}
+
+struct pt_action *pt_context_trim_prefetch(struct pt_context *ctx)
+{
+	uint64_t bytes;
+	struct pt_action *a;
+
+	if (!ctx->hot_ok || !ctx->hot.unused_prefetched || ctx->busy ||
+	    ctx->idle.state != PT_STATE_ACTIVE)
+		return NULL;
+	bytes = ctx->hot.unused_prefetched << ctx->hot.chunk_shift;
+	ctx->hot.unused_prefetched = 0;
+	if (ctx->sample.swapcached < (1ULL << 20))
+		return NULL;
+	a = new_action(ctx, PT_JOB_TRIM, run_trim);
+	if (a)
+		a->budget = bytes < ctx->sample.swapcached ? bytes : ctx->sample.swapcached;
+	return a;
+}
+
 struct pt_action *pt_context_cold_ids(struct pt_context *ctx, uint64_t *ids, size_t n)
 {
 	struct pt_action *a;
@@ -357,29 +489,63 @@ struct pt_action *pt_context_cold_ids(struct pt_context *ctx, uint64_t *ids, siz
 	return a;
 }
 
+/* Chunk ids -> per-process ranges, each sorted and merged. Returns the count, or < 0. */
+static int ids_to_ranges(const struct pt_hot *h, const uint64_t *ids, size_t n,
+			 struct pt_proc_ranges **out)
+{
+	int np = pt_hot_ranges(h, ids, n, out);
+
+	for (int i = 0; i < np; i++)
+		(*out)[i].n = (int)pt_ranges_normalize((*out)[i].r, (size_t)(*out)[i].n);
+	return np;
+}
+
 struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate)
 {
-	uint64_t budget;
+	uint64_t budget, *keep = NULL, keep_since = ctx->busy_epoch + 1;
 	struct pt_action *a;
+	int n_keep = 0;
 
 	if (ctx->policy.class == PT_CLASS_CRITICAL || ctx->busy)
 		return NULL;
 	ctx->anon_at_idle = ctx->sample.anon;
+	ctx->keep_bytes = 0;
+	/*
+	 * What it touched while quiet (timers, housekeeping) stays: paging it out would only
+	 * fault it back in at the next tick, and a trickle of such faults is all it would
+	 * take to wake it.
+	 */
+	if (ctx->hot_ok && ctx->scans) {
+		n_keep = pt_hot_keep_set(&ctx->hot, keep_since, &keep);
+		if (n_keep < 0)
+			n_keep = 0;
+		ctx->keep_bytes = (uint64_t)n_keep << ctx->hot.chunk_shift;
+	}
 	budget = ctx->sample.anon > ctx->policy.resident_floor_bytes ?
 		 ctx->sample.anon - ctx->policy.resident_floor_bytes : 0;
 	if (ctx->policy.offload_cap_bytes && budget > ctx->policy.offload_cap_bytes)
 		budget = ctx->policy.offload_cap_bytes;
-	if (!budget)
+	if (!budget) {
+		free(keep);
 		return NULL;
-	a = new_action(ctx, PT_JOB_OFFLOAD, run_offload);
-	if (a) {
-		a->budget = budget;
-		a->rate = rate;
-		a->keep_wake_set = ctx->policy.prefetch;
-		/* The model's wake set: what was hot before sleep plus what refaulted. */
-		if (ctx->hot_ok)
-			pt_hot_record_wake_set(&ctx->hot, PT_WAKE_RECENT_EPOCHS);
 	}
+	a = new_action(ctx, PT_JOB_OFFLOAD, run_offload);
+	if (!a) {
+		free(keep);
+		return NULL;
+	}
+	a->budget = budget;
+	a->rate = rate;
+	a->keep_wake_set = ctx->policy.prefetch;
+	if (n_keep) {
+		a->n_keep = ids_to_ranges(&ctx->hot, keep, (size_t)n_keep, &a->keep);
+		if (a->n_keep < 0)
+			a->n_keep = 0;
+	}
+	free(keep);
+	/* The model's wake set: what it used when it last worked, plus what refaulted. */
+	if (ctx->hot_ok)
+		pt_hot_record_wake_set(&ctx->hot, ctx->busy_epoch, PT_WAKE_RECENT_EPOCHS);
 	return a;
 }
 
@@ -438,6 +604,12 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 	return a;
 }
 
+/* What stays resident while idle: the floor, and the idle working set on top of it. */
+static uint64_t settle_target(const struct pt_context *ctx)
+{
+	return ctx->policy.resident_floor_bytes + ctx->keep_bytes;
+}
+
 struct pt_action *pt_context_settle(struct pt_context *ctx)
 {
 	struct pt_action *a;
@@ -447,7 +619,7 @@ struct pt_action *pt_context_settle(struct pt_context *ctx)
 	ctx->settle_passes--;
 	a = new_action(ctx, PT_JOB_SETTLE, run_settle);
 	if (a)
-		a->budget = ctx->policy.resident_floor_bytes;
+		a->budget = settle_target(ctx);
 	return a;
 }
 
@@ -464,10 +636,10 @@ static void apply_offload(struct pt_context *ctx, struct pt_action *a)
 	ctx->reclaimed = 0;
 	ctx->settle_passes = PT_SETTLE_PASSES;
 	if (ctx->hot_ok)
-		pt_hot_evict_all(&ctx->hot);
-	pt_info("%s: idle: paged out %llu MiB of anonymous memory (%d processes, %llu ms)",
+		pt_hot_evict_all(&ctx->hot, ctx->scans ? ctx->busy_epoch + 1 : 0);
+	pt_info("%s: idle: paged out %llu MiB of anonymous memory (%d processes, %llu ms), kept its idle working set of %llu KiB",
 		ctx->policy.name, (unsigned long long)(a->bytes >> 20), a->n_procs,
-		(unsigned long long)a->ms);
+		(unsigned long long)a->ms, (unsigned long long)(ctx->keep_bytes >> 10));
 }
 
 static void apply_prefetch(struct pt_context *ctx, struct pt_action *a)
@@ -494,24 +666,40 @@ static void apply_settle(struct pt_context *ctx, struct pt_action *a)
 	}
 	ctx->reclaimed += (uint64_t)a->bytes;
 	ctx->sample.memory_current = a->resident_after;
-	if (a->resident_after <= ctx->policy.resident_floor_bytes + PT_SETTLE_SLACK)
+	if (a->resident_after <= settle_target(ctx) + PT_SETTLE_SLACK)
 		ctx->settle_passes = 0;
+	ctx->idle_saved = ctx->current_at_idle > a->resident_after ?
+			  ctx->current_at_idle - a->resident_after : 0;
 	if (!ctx->settle_passes)
-		pt_info("%s: idle: resident %llu MiB after dropping %llu MiB of written-back memory",
+		pt_info("%s: idle: resident %llu MiB after dropping %llu MiB of written-back memory; %llu MiB freed since it went idle",
 			ctx->policy.name, (unsigned long long)(a->resident_after >> 20),
-			(unsigned long long)(ctx->reclaimed >> 20));
+			(unsigned long long)(ctx->reclaimed >> 20),
+			(unsigned long long)(ctx->idle_saved >> 20));
 }
 
 static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 {
+	uint64_t now = pt_now_ms(), fresh;
 	int refaults;
 
 	if (a->rc || !ctx->hot_ok)
 		return;
 	refaults = pt_hot_apply_scans(&ctx->hot, a->scans, a->n_scans);
 	ctx->scans++;
-	if (refaults > 0)
-		pt_debug("%s: %d chunks refaulted this epoch", ctx->policy.name, refaults);
+	fresh = (uint64_t)ctx->hot.ep_fresh << ctx->hot.chunk_shift;
+	/* A scan that ends after the context went idle saw it before: no verdict. */
+	if (ctx->memory_signal && ctx->idle.state == PT_STATE_ACTIVE)
+		pt_idle_memory(&ctx->idle, &ctx->policy.idle,
+			       (uint64_t)ctx->hot.ep_accessed << ctx->hot.chunk_shift, fresh, now);
+	/* Seen busy since the previous scan: this epoch counts as one it worked in. */
+	if (ctx->idle.last_active_ms >= ctx->last_epoch_ms ||
+	    ctx->idle.last_cpu_busy_ms >= ctx->last_epoch_ms)
+		ctx->busy_epoch = pt_hot_now(&ctx->hot) - 1;
+	ctx->last_epoch_ms = now;
+	pt_debug("%s: epoch %llu: %u chunks accessed, %llu KiB fresh, %d refaulted%s",
+		 ctx->policy.name, (unsigned long long)(pt_hot_now(&ctx->hot) - 1),
+		 ctx->hot.ep_accessed, (unsigned long long)(fresh >> 10), refaults,
+		 ctx->busy_epoch == pt_hot_now(&ctx->hot) - 1 ? " (busy)" : "");
 }
 
 static void apply_cold(struct pt_context *ctx, struct pt_action *a)
@@ -519,9 +707,16 @@ static void apply_cold(struct pt_context *ctx, struct pt_action *a)
 	pt_hot_evicted(&ctx->hot, a->ids, a->n_ids);
 	ctx->hot.cold_offloaded += a->n_ids;
 	ctx->cold_offloaded_bytes += (uint64_t)a->bytes;
-	pt_info("%s: active: paged out %llu MiB of cold chunks (%zu chunks, %llu ms)",
+	pt_info("%s: active: paged out %llu MiB of cold chunks (%zu chunks, %llu ms), %llu MiB of swap cache dropped after",
 		ctx->policy.name, (unsigned long long)(a->bytes >> 20), a->n_ids,
-		(unsigned long long)a->ms);
+		(unsigned long long)a->ms, (unsigned long long)(a->freed >> 20));
+}
+
+static void apply_trim(struct pt_context *ctx, struct pt_action *a)
+{
+	ctx->prefetch_dropped += a->freed;
+	pt_info("%s: dropped %llu MiB of prefetched memory it did not use (%llu ms)",
+		ctx->policy.name, (unsigned long long)(a->freed >> 20), (unsigned long long)a->ms);
 }
 
 void pt_context_apply(struct pt_context *ctx, struct pt_action *a)
@@ -540,8 +735,11 @@ void pt_context_apply(struct pt_context *ctx, struct pt_action *a)
 			apply_cold(ctx, a);
 		else if (a->kind == PT_JOB_SETTLE)
 			apply_settle(ctx, a);
+		else if (a->kind == PT_JOB_TRIM)
+			apply_trim(ctx, a);
 	}
 	free_set(a->set, a->n_set);
+	free_set(a->keep, a->n_keep);
 	for (int i = 0; i < a->n_scans; i++)
 		pt_proc_scan_free(&a->scans[i]);
 	free(a->scans);

@@ -17,7 +17,8 @@
 #include "idle.h"
 #include "worker.h"
 
-enum pt_job_kind { PT_JOB_OFFLOAD, PT_JOB_PREFETCH, PT_JOB_SETTLE, PT_JOB_SCAN, PT_JOB_COLD };
+enum pt_job_kind { PT_JOB_OFFLOAD, PT_JOB_PREFETCH, PT_JOB_SETTLE, PT_JOB_SCAN, PT_JOB_COLD,
+		   PT_JOB_TRIM };
 
 /*
  * One blocking action on a context, run by the worker pool. It carries copies of what it
@@ -35,8 +36,12 @@ struct pt_action {
 	bool keep_wake_set;
 	struct pt_proc_ranges *set;	/* offload: out; prefetch: in */
 	int n_set;
+	/* offload: the idle working set, per process, normalized: never advised */
+	struct pt_proc_ranges *keep;
+	int n_keep;
 	/* results */
 	int64_t bytes;			/* advised (offload, prefetch) or reclaimed (settle) */
+	uint64_t freed;			/* cold offload: swap cache it dropped after the advice */
 	int n_procs;
 	int rc;
 	uint64_t ms;
@@ -62,6 +67,13 @@ struct pt_context {
 	struct pt_idle idle;
 	struct pt_cgroup_sample sample;
 	uint64_t tier_pages;		/* pages on pagetier.ko tiers, if loaded */
+	/*
+	 * Bytes written to the tiers for it since tracking began (its writes and the
+	 * collector's moves of its pages): against what is saved, the write amplification.
+	 */
+	uint64_t tier_written;
+	uint64_t tier_written_base;	/* the tiers' count when tracking began */
+	bool tier_written_known;
 	bool seen;			/* found in the latest cgroup walk */
 	bool busy;			/* an action is in flight */
 	bool wake_pending;		/* woke while busy: prefetch when the action ends */
@@ -78,12 +90,20 @@ struct pt_context {
 
 	/* Reclaim passes left to drop the written-back swap cache after an offload. */
 	int settle_passes;
+	/* The idle working set kept resident at the last idle (upper bound), bytes. */
+	uint64_t keep_bytes;
+	/* Accounting of the last idle period: memory.current when it went idle, and freed. */
+	uint64_t current_at_idle;
+	uint64_t idle_saved;
 
 	/* Hotness: the model of this context's chunks, fed by a scan every epoch. */
 	struct pt_hot hot;
 	bool hot_ok;			/* the model could be allocated */
 	uint64_t last_scan_ms;
 	uint64_t scan_interval_ms;	/* the daemon's, for the quality window */
+	bool memory_signal;		/* scans tell pages apart: idle.h's memory rule applies */
+	uint64_t last_epoch_ms;		/* when the latest scan was applied */
+	uint64_t busy_epoch;		/* the last epoch in which it was seen busy */
 	uint64_t scans;
 	uint64_t cold_offloaded_bytes;
 
@@ -92,14 +112,15 @@ struct pt_context {
 	uint64_t bpf_events[8];		/* by enum pt_bpf_event_type */
 	uint64_t tier_reads;		/* demand reads of its pages on the tiers (event ring) */
 	uint64_t preload_records;
-	uint64_t last_wakeup_ms;	/* last BPF task-wakeup event while idle */
 
 	/* Counters. */
+	uint64_t n_idle;		/* times it went idle */
 	uint64_t n_offloads;
 	uint64_t n_wakes;
 	uint64_t anon_at_idle;		/* memory.stat anon when it went idle */
 	uint64_t offload_requested;	/* bytes advised MADV_PAGEOUT, last idle */
 	uint64_t prefetch_requested;	/* bytes advised MADV_WILLNEED, last wake */
+	uint64_t prefetch_dropped;	/* bytes of unused prefetch dropped again, total */
 	uint64_t tier_prefetch_planned;	/* bytes the tiers staged for it, last wake */
 	uint64_t last_offload_ms;	/* how long the last offload call took */
 	uint64_t last_wake_ms;		/* wake detected -> prefetch done */
@@ -109,6 +130,15 @@ struct pt_context {
 void pt_context_init(struct pt_context *ctx, const struct pt_policy *policy,
 		     const char *cgroup_root, const char *relpath, uint64_t id, uint64_t now_ms,
 		     unsigned int chunk_shift);
+/* Bytes of its memory that live only in swap now: offloaded and freed. */
+uint64_t pt_context_saved(const struct pt_context *ctx);
+/*
+ * Bytes written to the tiers per byte saved (pt_context_saved()), or -1 when unknown (no
+ * tier counters, or nothing saved).
+ */
+double pt_context_write_amp(const struct pt_context *ctx);
+/* The tiers' bytes-written count for it: the first call sets the baseline. */
+void pt_context_tier_written(struct pt_context *ctx, uint64_t total);
 void pt_context_release(struct pt_context *ctx);
 /* Applies class-specific protection (memory.low for critical containers). */
 void pt_context_protect(struct pt_context *ctx);
@@ -116,7 +146,9 @@ void pt_context_protect(struct pt_context *ctx);
 /*
  * Actions. Each returns a job to submit to the worker pool, or NULL when there is nothing
  * to do; the context is busy until pt_context_apply() gets the job back.
- *  - offload: page out the anonymous memory down to the floor, record the wake set;
+ *  - offload: page out the anonymous memory down to the floor, but its idle working set
+ *    (what it touched while quiet: timers keep running without a fault), and record the
+ *    wake set (what it used when it last worked);
  *  - prefetch: bring the wake set back: with @kmod_fd (a module that has
  *    PAGETIER_FEAT_PREFETCH; -1 if not) the tiers first stage the context's newest pages,
  *    as many bytes as the wake set spans, in large background reads, then MADV_WILLNEED
@@ -135,10 +167,19 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
 				  int kmod_fd, unsigned int chunk_shift);
 /*
  * An active context's chunks unused for cold_after: page out at most @max_bytes of them,
- * coldest first (MADV_PAGEOUT; the model moves them to its history when done).
+ * coldest first (MADV_PAGEOUT; the model moves them to its history when done), then drop
+ * what the advice left in the swap cache (memory.reclaim of that much, whose written-back
+ * pages the kernel put at the tail of the LRU): an offload frees what it writes.
  */
 struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval_ms,
 				  uint64_t max_bytes);
+/*
+ * What the last wake's prefetch brought back that was not used within the measuring window
+ * sits in the swap cache, unmapped, where MADV_PAGEOUT cannot reach it: drop that much of
+ * the swap cache with memory.reclaim (never-used pages are the coldest it has). NULL when
+ * there is nothing to drop.
+ */
+struct pt_action *pt_context_trim_prefetch(struct pt_context *ctx);
 /* Pages out these chunks (the global victim order chose them); takes @ids (malloc'd). */
 struct pt_action *pt_context_cold_ids(struct pt_context *ctx, uint64_t *ids, size_t n);
 /* Records a finished action's results in @ctx (NULL: the context is gone); frees @a. */

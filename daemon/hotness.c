@@ -135,14 +135,30 @@ static int slot_of(struct pt_hot *h, pid_t pid, bool add)
 
 static void end_window(struct pt_hot *h)
 {
+	h->unused_prefetched = h->prefetched.n > h->used_prefetched ?
+			       h->prefetched.n - h->used_prefetched : 0;
 	h->precision = h->prefetched.n ? (double)h->used_prefetched / (double)h->prefetched.n : -1;
 	h->recall = h->used.n ? (double)h->used_prefetched / (double)h->used.n : -1;
 	h->window_left = 0;
 }
 
+/* Whether an access to @id now is fresh: not accessed in the PT_HOT_FRESH_EPOCHS before. */
+static bool fresh_access(const struct pt_hot *h, uint64_t id, uint64_t now)
+{
+	struct pt_mq_chunk info;
+
+	if (pt_mq_lookup(h->mq, id, &info) || !info.accessed)
+		return true;
+	if (info.last_access == now)
+		return false;	/* already counted this epoch */
+	return info.where != PT_MQ_RESIDENT || info.last_access + PT_HOT_FRESH_EPOCHS < now;
+}
+
 int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n)
 {
 	bool alive[PT_HOT_MAX_PROCS] = { false };
+	uint64_t now = pt_hot_now(h);
+	uint32_t accessed = 0, fresh = 0;
 	int refaults = 0;
 
 	for (int p = 0; p < n; p++) {
@@ -162,6 +178,8 @@ int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n
 					pt_mq_insert_cold(h->mq, id);
 				continue;
 			}
+			accessed++;
+			fresh += fresh_access(h, id, now);
 			r = pt_mq_touch(h->mq, id);
 			/* A chunk the wake's prefetch brought back is a hit, not a refault. */
 			if (r == PT_MQ_REFAULT && !pt_idset_has(&h->prefetched, id)) {
@@ -183,6 +201,8 @@ int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n
 			h->pids[i] = 0;
 		}
 	}
+	h->ep_accessed = accessed;
+	h->ep_fresh = fresh;
 	pt_mq_epoch(h->mq);
 	h->epochs++;
 	if (h->window_left && !--h->window_left)
@@ -190,7 +210,7 @@ int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n
 	return refaults;
 }
 
-static uint64_t mq_now(const struct pt_hot *h)
+uint64_t pt_hot_now(const struct pt_hot *h)
 {
 	struct pt_mq_stats st;
 
@@ -239,7 +259,7 @@ int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *o
 {
 	unsigned int rshift = h->chunk_shift < PT_HOT_REGION_SHIFT ?
 			      PT_HOT_REGION_SHIFT - h->chunk_shift : 0;
-	uint64_t now = mq_now(h);
+	uint64_t now = pt_hot_now(h);
 	struct region_mark *m;
 	size_t found = 0, keep = 0;
 	int n = 0;
@@ -255,29 +275,32 @@ int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *o
 	for (int i = 0; i < n; i++) {
 		struct pt_mq_chunk info;
 
-		/* stamp: the epoch of its last access; epochs closed since without one: now - stamp - 1 */
+		/* epochs closed since its last access without one: now - last_access - 1 */
 		m[i].id = ids[i];
 		m[i].order = (uint32_t)i;
 		m[i].region = ids[i] >> rshift;
 		m[i].cold = pt_mq_lookup(h->mq, ids[i], &info) == 0 &&
-			    info.stamp + cold_epochs < now;
+			    info.last_access + cold_epochs < now;
 	}
 	free(ids);
 	/*
-	 * A 2 MiB region leaves whole or not at all: paging out part of a transparent huge
-	 * page splits it, and khugepaged later swaps the rest back in to collapse it again,
-	 * which the model sees as refaults. So a region's chunks are candidates only when all
-	 * of its resident chunks are cold; then MADV_PAGEOUT gets the whole aligned range.
+	 * A 2 MiB region (a transparent huge page, where there is one) gives up its cold
+	 * chunks only when more than PT_HOT_REGION_SWAP_MAX pages of it leave, or all its
+	 * resident chunks are cold: khugepaged swaps up to that many pages of a region back in
+	 * to collapse it into a huge page again (max_ptes_swap), which the model would see as
+	 * refaults. A partly cold huge page is split by the kernel; its cold part leaves.
 	 */
 	qsort(m, (size_t)n, sizeof(*m), cmp_region);
 	for (size_t i = 0; i < (size_t)n;) {
-		size_t j = i;
-		bool all_cold = true;
+		size_t j = i, cold = 0;
 
 		for (; j < (size_t)n && m[j].region == m[i].region; j++)
-			all_cold &= m[j].cold;
+			cold += m[j].cold;
+		bool leaves = cold == j - i ||
+			      (cold << h->chunk_shift) / 4096 > PT_HOT_REGION_SWAP_MAX;
+
 		for (; i < j; i++)
-			if (all_cold)
+			if (leaves && m[i].cold)
 				m[keep++] = m[i];
 	}
 	qsort(m, keep, sizeof(*m), cmp_order);	/* back to coldest first */
@@ -287,19 +310,22 @@ int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *o
 	return (int)found;
 }
 
-int pt_hot_record_wake_set(struct pt_hot *h, uint32_t recent_epochs)
+/*
+ * Resident chunks whose last access lies in [from, to] and that were used in at least
+ * @min_freq epochs, hottest first, into *@out.
+ */
+static int accessed_between(const struct pt_hot *h, uint64_t from, uint64_t to,
+			    uint32_t min_freq, size_t extra, uint64_t **out)
 {
-	uint64_t now = mq_now(h), *ids, *set;
+	uint64_t *ids, *set;
 	size_t found = 0;
 	int n = 0;
 
-	/* Going idle again ends the measuring window of the previous wake. */
-	if (h->window_left)
-		end_window(h);
+	*out = NULL;
 	ids = resident_ids(h, true, &n);
 	if (!ids)
 		return -ENOMEM;
-	set = malloc(((size_t)n + h->refaulted.n + 1) * sizeof(*set));
+	set = malloc(((size_t)n + extra + 1) * sizeof(*set));
 	if (!set) {
 		free(ids);
 		return -ENOMEM;
@@ -307,43 +333,91 @@ int pt_hot_record_wake_set(struct pt_hot *h, uint32_t recent_epochs)
 	for (int i = 0; i < n; i++) {
 		struct pt_mq_chunk info;
 
-		/* stamp 0: resident but never seen accessed, so not part of any working set */
-		if (pt_mq_lookup(h->mq, ids[i], &info) == 0 && info.stamp &&
-		    info.stamp + recent_epochs >= now)
+		/* Never seen accessed (only known as present): part of no working set. */
+		if (pt_mq_lookup(h->mq, ids[i], &info) == 0 && info.accessed &&
+		    info.last_access >= from && info.last_access <= to && info.freq >= min_freq)
 			set[found++] = ids[i];
 	}
+	free(ids);
+	*out = set;
+	return (int)found;
+}
+
+int pt_hot_record_wake_set(struct pt_hot *h, uint64_t busy_epoch, uint32_t recent_epochs)
+{
+	uint64_t from = busy_epoch > recent_epochs ? busy_epoch - recent_epochs : 0, *set;
+	int n;
+	size_t found;
+
+	/* Going idle again ends the measuring window of the previous wake. */
+	if (h->window_left)
+		end_window(h);
+	n = accessed_between(h, from, busy_epoch, 2, h->refaulted.n, &set);
+	if (n < 0)
+		return n;
+	found = (size_t)n;
 	/* Refaulted since the last wake (the REAP idea): needed, whatever their rank. */
 	for (size_t i = 0; i < h->refaulted.cap; i++) {
+		struct pt_mq_chunk info;
 		uint64_t id;
+		bool dup = false;
 
 		if (!h->refaulted.slots[i])
 			continue;
 		id = h->refaulted.slots[i] - 1;
-		bool dup = false;
-
+		/* Still in use while quiet: it stays resident, nothing to prefetch. */
+		if (pt_mq_lookup(h->mq, id, &info) == 0 && info.where == PT_MQ_RESIDENT &&
+		    info.last_access > busy_epoch)
+			continue;
 		for (size_t j = 0; j < found && !dup; j++)
 			dup = set[j] == id;
 		if (!dup)
 			set[found++] = id;
 	}
-	free(ids);
 	free(h->wake_set);
 	h->wake_set = set;
 	h->n_wake_set = found;
 	return (int)found;
 }
 
+int pt_hot_keep_set(const struct pt_hot *h, uint64_t since, uint64_t **ids)
+{
+	int n = accessed_between(h, since, UINT64_MAX, 0, 0, ids);
+
+	if (n == 0) {
+		free(*ids);
+		*ids = NULL;
+	}
+	return n;
+}
+
 uint32_t pt_hot_cold_backoff(struct pt_hot *h, uint64_t cold_epochs)
 {
+	uint64_t now = pt_hot_now(h);
 	struct pt_mq_stats st;
 
 	pt_mq_get_stats(h->mq, &st);
 	if (!h->backoff)
 		h->backoff = 1;
-	if (st.refault_rate_milli * 8 > st.evict_rate_milli && st.refault_rate_milli > 100)
-		h->backoff = h->backoff < 8 ? h->backoff * 2 : 8;
-	else if (st.refault_rate_milli * 32 < st.evict_rate_milli || !st.refault_rate_milli)
+	/*
+	 * One step per cold_epochs at most: refaults of a step's offloads show up after it.
+	 * Rates below PT_HOT_BACKOFF_MIN_MILLI (a chunk every few epochs) are noise, not a
+	 * verdict on the offloads.
+	 */
+	if (now - h->backoff_epoch < (cold_epochs ? cold_epochs : 1))
+		return (uint32_t)(cold_epochs * h->backoff);
+	if (st.refault_rate_milli * 8 > st.evict_rate_milli &&
+	    st.refault_rate_milli > PT_HOT_BACKOFF_MIN_MILLI) {
+		if (h->backoff < 8) {
+			h->backoff *= 2;
+			h->backoff_epoch = now;
+		}
+	} else if (st.refault_rate_milli * 32 < st.evict_rate_milli ||
+		   st.refault_rate_milli <= PT_HOT_BACKOFF_MIN_MILLI / 4) {
+		if (h->backoff > 1)
+			h->backoff_epoch = now;
 		h->backoff = 1;
+	}
 	return (uint32_t)(cold_epochs * h->backoff);
 }
 
@@ -353,14 +427,21 @@ void pt_hot_evicted(struct pt_hot *h, const uint64_t *ids, size_t n)
 		pt_mq_evicted(h->mq, ids[i]);
 }
 
-void pt_hot_evict_all(struct pt_hot *h)
+void pt_hot_evict_all(struct pt_hot *h, uint64_t since)
 {
 	int n = 0;
 	uint64_t *ids = resident_ids(h, false, &n);
 
 	if (!ids)
 		return;
-	pt_hot_evicted(h, ids, (size_t)n);
+	for (int i = 0; i < n; i++) {
+		struct pt_mq_chunk info;
+
+		if (since && pt_mq_lookup(h->mq, ids[i], &info) == 0 && info.accessed &&
+		    info.last_access >= since)
+			continue;	/* the idle working set stays */
+		pt_mq_evicted(h->mq, ids[i]);
+	}
 	free(ids);
 }
 

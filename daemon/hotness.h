@@ -26,6 +26,16 @@
 #define PT_HOT_MAX_PROCS	1024
 #define PT_HOT_DEF_CHUNK_SHIFT	16	/* 64 KiB */
 #define PT_HOT_REGION_SHIFT	21	/* 2 MiB: a PMD, a transparent huge page */
+/*
+ * An access is fresh when its chunk was not accessed in this many epochs before: the
+ * measure of a context's spread that tells serving from timers (idle.h). Periodic
+ * housekeeping of up to this period counts as the same small set.
+ */
+#define PT_HOT_FRESH_EPOCHS	8
+/* khugepaged's default max_ptes_swap: see pt_hot_cold_chunks(). */
+#define PT_HOT_REGION_SWAP_MAX	64
+/* Refault rates (per epoch, x1000) below which the cold backoff does not grow. */
+#define PT_HOT_BACKOFF_MIN_MILLI 1000
 
 /* A set of chunk ids (open addressing). */
 struct pt_idset {
@@ -56,11 +66,21 @@ struct pt_hot {
 	struct pt_idset prefetched;	/* what the last prefetch brought back */
 	struct pt_idset used;		/* chunks accessed in the window */
 	uint32_t window_left;		/* epochs left in the measuring window */
+	/*
+	 * Chunks the last prefetch brought back that were not used in the window, set when a
+	 * window ends (the daemon drops them: swap cache is no saving) and taken by it.
+	 */
+	uint64_t unused_prefetched;
 	uint64_t used_prefetched;	/* |used ∩ prefetched| */
 	double precision, recall;	/* of the last completed window; -1: none yet */
 
+	/* The last closed epoch's accesses (pt_hot_apply_scans). */
+	uint32_t ep_accessed;		/* chunks accessed */
+	uint32_t ep_fresh;		/* ... of which not accessed in the PT_HOT_FRESH_EPOCHS before */
+
 	uint64_t refaults;		/* touches of offloaded chunks, total */
 	uint32_t backoff;		/* cold threshold multiplier, 1..8 */
+	uint64_t backoff_epoch;		/* when it last changed */
 	uint64_t cold_offloaded;	/* chunks offloaded while the context was active */
 };
 
@@ -80,7 +100,8 @@ void pt_hot_chunk_addr(const struct pt_hot *h, uint64_t id, int *slot, uint64_t 
 int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n);
 
 /*
- * Up to @max resident chunks not accessed for @cold_epochs epochs, coldest first, into
+ * Up to @max resident chunks not accessed for @cold_epochs epochs (demotions in the model
+ * do not count as accesses), coldest first, into
  * @ids; only from 2 MiB regions whose resident chunks are all cold (so a transparent huge
  * page leaves whole). Returns the count or a negative errno.
  */
@@ -88,22 +109,39 @@ int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *i
 
 /*
  * Refault feedback on the budget: while more than 1 in 8 recent offloads come back
- * (the model's smoothed refault and eviction rates), the cold threshold doubles per
- * such step, up to 8x @cold_epochs; it returns to @cold_epochs when refaults stop.
+ * (the model's smoothed refault and eviction rates) and more than one chunk per epoch
+ * does, the cold threshold doubles, at most once per @cold_epochs, up to 8x @cold_epochs;
+ * it returns to @cold_epochs when refaults stop.
  */
 uint32_t pt_hot_cold_backoff(struct pt_hot *h, uint64_t cold_epochs);
 
 /*
- * At idle: the wake set is the chunks accessed in the last @recent_epochs epochs, hottest
- * first, plus those refaulted since the previous wake. Ends the quality window of the
- * previous wake, if it is still open. Returns its size.
+ * At idle: the wake set is what the context used while it last worked: the chunks last
+ * accessed in the @recent_epochs epochs up to and including @busy_epoch (its last busy
+ * epoch) that were used in more than one epoch (a bulk load touches everything once),
+ * hottest first, plus those refaulted since the previous wake. Chunks accessed
+ * after @busy_epoch, while it was quiet, are its idle working set: they stay resident
+ * (pt_hot_keep_set) and are not in it. Ends the quality window of the previous wake, if it
+ * is still open. Returns its size.
  */
-int pt_hot_record_wake_set(struct pt_hot *h, uint32_t recent_epochs);
+int pt_hot_record_wake_set(struct pt_hot *h, uint64_t busy_epoch, uint32_t recent_epochs);
+
+/*
+ * The idle working set: resident chunks accessed in epoch @since or later (while it was
+ * quiet: timers, housekeeping), into *@ids (malloc'd, NULL if none). Returns the count or
+ * -ENOMEM.
+ */
+int pt_hot_keep_set(const struct pt_hot *h, uint64_t since, uint64_t **ids);
 
 /* The daemon offloaded these chunks (they move to the model's history). */
 void pt_hot_evicted(struct pt_hot *h, const uint64_t *ids, size_t n);
-/* Everything resident was offloaded (idle): all of it goes to history. */
-void pt_hot_evict_all(struct pt_hot *h);
+/*
+ * Everything resident was offloaded (idle) but the chunks accessed in epoch @since or
+ * later (the keep set): all of it goes to history. @since 0: everything.
+ */
+void pt_hot_evict_all(struct pt_hot *h, uint64_t since);
+/* The current epoch (epochs closed so far). */
+uint64_t pt_hot_now(const struct pt_hot *h);
 
 /* The wake set was prefetched: start measuring precision and recall for @window epochs. */
 void pt_hot_prefetched(struct pt_hot *h, uint32_t window);

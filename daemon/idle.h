@@ -1,10 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The idle/wake state machine of one memory context. Pure: fed CPU-usage samples and a
- * clock, it says when the context went idle and when it woke. No I/O, unit tested.
+ * The idle/wake state machine of one memory context. Pure: fed observations and a clock, it
+ * says when the context went idle and when it woke. No I/O, unit tested.
  *
- *   active --(no CPU activity for idle_threshold)--> idle --(activity)--> waking
+ *   active --(quiet for idle_threshold)--> idle --(wake signal)--> waking
  *   waking --(prefetch issued: pt_idle_wake_done)--> active
+ *
+ * Idle means "not serving", not "no CPU at all": every real server runs timers, health
+ * checks, garbage-collector or clock threads, and housekeeping that runs now and then (an
+ * autovacuum worker, a cache's LRU maintenance). It is busy when one of these is seen:
+ *  - CPU: its CPU share averaged over the last idle_threshold above cpu_permille of one CPU
+ *    (an average, so that a burst of housekeeping does not count as work);
+ *  - ingress packets (BPF): more than max_packets within the last idle_threshold. The
+ *    tolerance is for health checks; 0 (the default) makes any packet activity;
+ *  - memory: an access scan (one per epoch) found more than working_set_bytes touched, or
+ *    more than fresh_bytes of memory touched that was not touched in the epochs just
+ *    before. Timers touch the same small set over and over; serving requests, or any real
+ *    work, touches much memory, or memory it did not touch a moment ago. (The daemon feeds
+ *    this only when its scanner can tell pages apart.)
+ * It goes idle when none of them has been seen for idle_threshold. While idle it wakes on
+ * packets beyond the tolerance, on refaults (swap-ins, demand reads of its pages on the
+ * tier, page faults) at more than wake_pages per second (a few stray ones, a timer touching
+ * a page that was offloaded, come back on their own without waking the whole container),
+ * and on sustained CPU: its average over the last PT_IDLE_WAKE_CPU_MS above the share.
  */
 #ifndef PAGETIER_IDLE_H
 #define PAGETIER_IDLE_H
@@ -15,29 +33,93 @@
 enum pt_state { PT_STATE_ACTIVE, PT_STATE_IDLE, PT_STATE_WAKING };
 enum pt_idle_event { PT_EV_NONE, PT_EV_WENT_IDLE, PT_EV_WOKE };
 
-/* CPU time below this per sample is noise (kernel work charged to the cgroup), not use. */
-#define PT_IDLE_CPU_NOISE_USEC 1000
+/* While idle, CPU above the share on average over this long (or idle_threshold) wakes. */
+#define PT_IDLE_WAKE_CPU_MS 10000
+/* CPU usage marks kept: the idle window's (one per threshold/PT_IDLE_MARKS) and the wake's. */
+#define PT_IDLE_MARKS 48
+#define PT_IDLE_WAKE_MARKS 12
+/* Refaults are counted over windows of this length. */
+#define PT_IDLE_REFAULT_WINDOW_MS 1000
+/* At most this many ingress packets are remembered, so max_packets is at most this - 1. */
+#define PT_IDLE_PACKET_RING 64
+
+/* Why a context was last seen busy (for logs and status). */
+enum pt_idle_cause {
+	PT_CAUSE_NONE,
+	PT_CAUSE_CPU,
+	PT_CAUSE_PACKETS,
+	PT_CAUSE_MEMORY,
+	PT_CAUSE_REFAULTS,
+	PT_CAUSE_SIGNAL,	/* an external wake signal: preload activity, pagetierctl */
+};
+
+struct pt_idle_params {
+	uint64_t threshold_ms;		/* quiet this long: idle */
+	uint32_t cpu_permille;		/* CPU share of one CPU a quiet context may use */
+	uint32_t max_packets;		/* ingress packets tolerated per threshold_ms */
+	uint64_t working_set_bytes;	/* memory per epoch a quiet context may touch */
+	uint64_t fresh_bytes;		/* ... of which newly touched (not in the epochs before) */
+	uint64_t wake_pages;		/* refaulted pages per second that wake an idle context */
+};
+
+/* Marks of cumulative CPU usage over time, from which an average over a span is read. */
+struct pt_cpu_marks {
+	uint64_t ms[PT_IDLE_MARKS];
+	uint64_t usec[PT_IDLE_MARKS];
+	unsigned int head, n, cap;
+	uint64_t interval_ms;		/* between marks */
+};
 
 struct pt_idle {
 	enum pt_state state;
-	bool primed;
+	bool primed;			/* CPU marks exist */
 	uint64_t last_usage_usec;
-	uint64_t last_active_ms;	/* last sample that showed activity */
+	uint64_t last_sample_ms;
+	uint64_t last_cpu_busy_ms;	/* last sample above the share since the one before */
+	struct pt_cpu_marks window;	/* over idle_threshold: whether it may go idle */
+	struct pt_cpu_marks recent;	/* over PT_IDLE_WAKE_CPU_MS: whether it woke */
+	uint32_t cpu_permille_now;	/* the average over the idle window at the last sample */
+	uint64_t last_active_ms;	/* last busy signal but CPU (packets, memory, ...) */
+	enum pt_idle_cause cause;	/* what was seen then */
 	uint64_t idle_since_ms;
 	uint64_t woke_at_ms;
+	uint64_t pkt_ms[PT_IDLE_PACKET_RING];	/* times of the latest packets (ring) */
+	unsigned int pkt_head;
+	uint64_t refault_win_ms;	/* start of the current refault window */
+	uint64_t refault_win_pages;
 };
 
 void pt_idle_init(struct pt_idle *t, uint64_t now_ms);
-enum pt_idle_event pt_idle_update(struct pt_idle *t, uint64_t usage_usec, uint64_t now_ms,
-				  uint64_t idle_threshold_ms);
+/* Rejects out-of-range parameters: 0 or -EINVAL. */
+int pt_idle_params_check(const struct pt_idle_params *p);
+
 /*
- * Takes @usage_usec as the last sample without judging it: CPU the daemon itself caused
- * (a malloc_trim it asked for at idle) is not activity.
+ * A CPU sample (the cgroup's cumulative usage_usec), every poll. Also where an active
+ * context that has been quiet for threshold_ms goes idle: PT_EV_WENT_IDLE.
  */
-void pt_idle_rebase(struct pt_idle *t, uint64_t usage_usec);
-/* An external wake signal (tier demand read, packet, preload activity). */
+enum pt_idle_event pt_idle_cpu(struct pt_idle *t, const struct pt_idle_params *p,
+			       uint64_t usage_usec, uint64_t now_ms);
+/* An ingress packet seen by BPF. */
+enum pt_idle_event pt_idle_packet(struct pt_idle *t, const struct pt_idle_params *p,
+				  uint64_t now_ms);
+/*
+ * An epoch's access scan: @touched_bytes accessed, @fresh_bytes of them not touched in the
+ * epochs just before.
+ */
+enum pt_idle_event pt_idle_memory(struct pt_idle *t, const struct pt_idle_params *p,
+				  uint64_t touched_bytes, uint64_t fresh_bytes, uint64_t now_ms);
+/* @pages of the context's memory came back from swap or the tier (or faulted). */
+enum pt_idle_event pt_idle_refault(struct pt_idle *t, const struct pt_idle_params *p,
+				   uint64_t pages, uint64_t now_ms);
+/* An external wake signal (preload activity, pagetierctl prefetch): wakes at once. */
 enum pt_idle_event pt_idle_poke(struct pt_idle *t, uint64_t now_ms);
+/*
+ * Takes @usage_usec as the CPU usage without judging it: CPU the daemon itself caused (a
+ * malloc_trim it asked for at idle) is not activity.
+ */
+void pt_idle_rebase(struct pt_idle *t, uint64_t usage_usec, uint64_t now_ms);
 void pt_idle_wake_done(struct pt_idle *t);
 const char *pt_state_name(enum pt_state s);
+const char *pt_idle_cause_name(enum pt_idle_cause c);
 
 #endif

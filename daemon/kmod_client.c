@@ -130,6 +130,72 @@ int pt_kmod_cgroup_pages(int fd, uint64_t cgroup_id, uint64_t *pages)
 	return 0;
 }
 
+static int cmp_usage(const void *a, const void *b)
+{
+	const struct pt_kmod_usage *x = a, *y = b;
+
+	return x->cgroup_id < y->cgroup_id ? -1 : x->cgroup_id > y->cgroup_id;
+}
+
+int pt_kmod_usage_snapshot(int fd, struct pt_kmod_usage **out)
+{
+	struct pt_kmod_usage *u = NULL;
+	uint32_t ids[16];
+	int nt = pt_kmod_list_tiers(ids, 16), n = 0;
+
+	*out = NULL;
+	if (nt < 0)
+		return nt;
+	for (int t = 0; t < nt; t++) {
+		struct pagetier_cgroup_stat *st;
+		struct pt_kmod_usage *nu;
+		int k = pt_kmod_cgroup_stats(fd, ids[t], &st);
+
+		if (k <= 0)
+			continue;	/* destroyed meanwhile, or empty */
+		nu = realloc(u, (size_t)(n + k) * sizeof(*u));
+		if (!nu) {
+			free(st);
+			free(u);
+			return -ENOMEM;
+		}
+		u = nu;
+		for (int i = 0; i < k; i++)
+			u[n++] = (struct pt_kmod_usage){
+				.cgroup_id = st[i].cgroup_id,
+				.pages = st[i].pages_stored,
+				.written = st[i].bytes_written + st[i].gc_moves * 4096,
+			};
+		free(st);
+	}
+	if (!n)
+		return 0;
+	/* Sum a cgroup's entries of several tiers into one. */
+	qsort(u, (size_t)n, sizeof(*u), cmp_usage);
+	int m = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (m && u[m - 1].cgroup_id == u[i].cgroup_id) {
+			u[m - 1].pages += u[i].pages;
+			u[m - 1].written += u[i].written;
+		} else {
+			u[m++] = u[i];
+		}
+	}
+	*out = u;
+	return m;
+}
+
+const struct pt_kmod_usage *pt_kmod_usage_find(const struct pt_kmod_usage *u, int n,
+					       uint64_t cgroup_id)
+{
+	struct pt_kmod_usage key = { .cgroup_id = cgroup_id };
+
+	if (!u || n <= 0)
+		return NULL;
+	return bsearch(&key, u, (size_t)n, sizeof(*u), cmp_usage);
+}
+
 int pt_kmod_prefetch(int fd, uint64_t cgroup_id, uint64_t budget, uint64_t *planned)
 {
 	uint32_t ids[16];

@@ -22,6 +22,23 @@ int pt_kmod_tier_destroy(int fd, uint32_t tier_id);
 int pt_kmod_cgroup_stats(int fd, uint32_t tier_id, struct pagetier_cgroup_stat **stats);
 /* Sums the pages of @cgroup_id over every tier found in /sys/block. */
 int pt_kmod_cgroup_pages(int fd, uint64_t cgroup_id, uint64_t *pages);
+
+/* What every cgroup has on the tiers, summed over the tiers. */
+struct pt_kmod_usage {
+	uint64_t cgroup_id;
+	uint64_t pages;		/* stored now */
+	uint64_t written;	/* bytes written for it: its writes and the collector's moves */
+};
+
+/*
+ * One snapshot of every tier's per-cgroup counters (one ioctl per tier, whatever the
+ * number of containers), sorted by cgroup id into *@out (malloc'd). Returns the count or a
+ * negative errno.
+ */
+int pt_kmod_usage_snapshot(int fd, struct pt_kmod_usage **out);
+/* The entry of @cgroup_id in a snapshot, or NULL. */
+const struct pt_kmod_usage *pt_kmod_usage_find(const struct pt_kmod_usage *u, int n,
+					       uint64_t cgroup_id);
 /*
  * Wake prefetch: asks every tier to stage @cgroup_id's newest pages, up to @budget bytes
  * each (0: all), in the background (PAGETIER_IOC_PREFETCH, PAGETIER_PREFETCH_NEWEST). A

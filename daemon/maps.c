@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int pt_maps_anon_range(const char *line, struct pt_range *r)
+enum pt_map_kind pt_maps_classify(const char *line, struct pt_range *r)
 {
 	uint64_t start, end, offset, inode;
 	char perms[8], dev[16];
@@ -16,20 +16,36 @@ int pt_maps_anon_range(const char *line, struct pt_range *r)
 	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %15s %" SCNu64 " %n", &start,
 		   &end, perms, &offset, dev, &inode, &path_off) < 6 ||
 	    end <= start || strlen(perms) != 4)
-		return -EINVAL;
+		return PT_MAP_INVALID;
 	path = path_off ? line + path_off : "";
-	/*
-	 * Private ('p') and readable: a PROT_NONE guard region has nothing to page out. Shared
-	 * anonymous memory is left to memory.reclaim (MADV_PAGEOUT skips shared pages).
-	 */
-	if (perms[3] != 'p' || perms[0] != 'r')
-		return 0;
-	if (inode != 0)
-		return 0;
-	if (path[0] && path[0] != '\n' && strncmp(path, "[heap]", 6) != 0 &&
-	    strncmp(path, "[stack]", 7) != 0 && strncmp(path, "[anon:", 6) != 0)
-		return 0;	/* [vdso], [vvar], [vsyscall], deleted files, ... */
 	r->start = start;
 	r->len = end - start;
-	return 1;
+	/* Readable: a PROT_NONE guard region holds nothing. */
+	if (perms[0] != 'r')
+		return PT_MAP_OTHER;
+	if (perms[3] == 'p') {
+		if (inode != 0)
+			return PT_MAP_OTHER;	/* private file mapping */
+		if (path[0] && path[0] != '\n' && strncmp(path, "[heap]", 6) != 0 &&
+		    strncmp(path, "[stack]", 7) != 0 && strncmp(path, "[anon:", 6) != 0)
+			return PT_MAP_OTHER;	/* [vdso], [vvar], [vsyscall], ... */
+		return PT_MAP_ANON;
+	}
+	/*
+	 * Shared memory: MAP_SHARED|MAP_ANONYMOUS (shown as /dev/zero), System V shm, memfd
+	 * and POSIX shm (tmpfs on /dev/shm). Its pages are swap-backed like anonymous ones.
+	 */
+	if (strncmp(path, "/dev/zero", 9) == 0 || strncmp(path, "/SYSV", 5) == 0 ||
+	    strncmp(path, "/memfd:", 7) == 0 || strncmp(path, "/dev/shm/", 9) == 0)
+		return PT_MAP_SHMEM;
+	return PT_MAP_OTHER;
+}
+
+int pt_maps_anon_range(const char *line, struct pt_range *r)
+{
+	enum pt_map_kind k = pt_maps_classify(line, r);
+
+	if (k == PT_MAP_INVALID)
+		return -EINVAL;
+	return k == PT_MAP_ANON;
 }

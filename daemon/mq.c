@@ -31,6 +31,7 @@ struct mq_node {
 	uint32_t hnext;		/* hash chain */
 	uint8_t list;		/* 0..m-1 queue, L_OUT, L_FREE */
 	uint8_t aged;		/* Qout: evicted after demotion, below the queue of its freq */
+	uint8_t seen;		/* an access was counted (not only pt_mq_insert_cold) */
 };
 
 struct mq_list {
@@ -338,6 +339,7 @@ static void enqueue_touched(struct pt_mq *mq, uint32_t i, unsigned int from)
 		mq->st.promotions++;
 	n->stamp = mq->now;
 	n->touched = mq->now;
+	n->seen = 1;
 	list_add_tail(mq, q, i);
 }
 
@@ -389,6 +391,7 @@ int pt_mq_touch(struct pt_mq *mq, uint64_t id)
 	n->freq = 1;
 	n->stamp = mq->now;
 	n->touched = mq->now;
+	n->seen = 1;
 	list_add_tail(mq, 0, i);
 	mq->resident++;
 	mq->st.inserts++;
@@ -599,6 +602,8 @@ int pt_mq_lookup(const struct pt_mq *mq, uint64_t id, struct pt_mq_chunk *out)
 	out->freq = n->freq;
 	out->stamp = n->stamp;
 	out->aged = n->list == L_OUT && n->aged;
+	out->accessed = n->seen;
+	out->last_access = n->touched;
 	return 0;
 }
 

@@ -126,6 +126,14 @@ struct pt_mq_chunk {
 	/* Resident: last access, or the epoch before its last demotion. History: evicted. */
 	uint64_t stamp;
 	bool aged;			/* history: evicted from a queue below log2 f */
+	/*
+	 * Whether an access was ever counted (a chunk only pt_mq_insert_cold() knows has
+	 * none), and the epoch of the last one (for such a chunk: the epoch before it was
+	 * inserted, from when it has been unused). Unlike @stamp, demotion never moves it:
+	 * it is what "unused for N epochs" means.
+	 */
+	bool accessed;
+	uint64_t last_access;
 };
 
 struct pt_mq;

@@ -22,6 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "activity.h"
 #include "bpf_loader.h"
 #include "config.h"
 #include "context.h"
@@ -51,8 +52,11 @@ struct pt_daemon {
 	struct pt_preload_server *preload;	/* NULL: no preload socket */
 	char preload_path[PATH_MAX];
 	bool use_bpf;
+	bool bpf_swapins;		/* BPF counts swap-ins: the tier's demand reads are the same */
 	enum pt_scanner_kind scanner;
 	uint64_t bpf_unmatched;		/* events of cgroups with no context: must stay 0 */
+	struct pt_kmod_usage *usage;	/* this tick's snapshot of the tiers' counters */
+	int n_usage;
 	uint64_t last_watermark_ms;
 	uint64_t watermark_offloads;	/* chunks chosen by the global victim order */
 	char sock_path[PATH_MAX];
@@ -115,12 +119,17 @@ static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
 	ctx = &d->ctxs[d->n_ctxs++];
 	pt_context_init(ctx, p, d->cfg.cgroup_root, relpath, id, pt_now_ms(), d->cfg.chunk_shift);
 	ctx->scan_interval_ms = d->cfg.scan_interval_ms;
+	/* The fallback scanner cannot place reads within a mapping: no memory verdicts. */
+	ctx->memory_signal = d->scanner == PT_SCANNER_KMOD;
 	if (d->bpf && pt_bpf_add_cgroup(d->bpf, id))
 		pt_warn("%s: cannot add cgroup %llu to the BPF filter: wake detection by CPU sampling only",
 			p->name, (unsigned long long)id);
-	pt_info("%s: tracking cgroup %s (id %llu, %s, idle after %llu ms)", p->name, relpath,
-		(unsigned long long)id, pt_class_name(p->class),
-		(unsigned long long)p->idle_threshold_ms);
+	pt_info("%s: tracking cgroup %s (id %llu, %s, idle after %llu ms quiet: CPU below %u.%u%%, %u packets, %llu KiB fresh per epoch; cold after %llu ms)",
+		p->name, relpath, (unsigned long long)id, pt_class_name(p->class),
+		(unsigned long long)p->idle.threshold_ms, p->idle.cpu_permille / 10,
+		p->idle.cpu_permille % 10, p->idle.max_packets,
+		(unsigned long long)(p->idle.fresh_bytes >> 10),
+		(unsigned long long)p->cold_after_ms);
 	pt_context_protect(ctx);
 }
 
@@ -152,10 +161,17 @@ static void action_done(struct pt_job *job, void *arg)
 	enum pt_job_kind kind = a->kind;
 
 	pt_context_apply(ctx, a);
-	if (ctx && kind == PT_JOB_SCAN && !ctx->wake_pending)
-		/* Offload is rate-limited: one scan interval's worth of offload_rate. */
-		submit(d, pt_context_cold(ctx, d->cfg.scan_interval_ms,
-					  d->cfg.offload_rate * d->cfg.scan_interval_ms / 1000));
+	if (ctx && kind == PT_JOB_SCAN && !ctx->wake_pending) {
+		/* Unused prefetch first: it is the cheapest memory to give back. */
+		struct pt_action *trim = pt_context_trim_prefetch(ctx);
+
+		if (trim)
+			submit(d, trim);
+		else
+			/* Offload is rate-limited: one scan interval's worth of offload_rate. */
+			submit(d, pt_context_cold(ctx, d->cfg.scan_interval_ms,
+						  d->cfg.offload_rate * d->cfg.scan_interval_ms / 1000));
+	}
 	if (ctx && ctx->wake_pending) {
 		/* It woke while the action ran: prefetch now. */
 		ctx->wake_pending = false;
@@ -173,29 +189,41 @@ static void drop_ctx(struct pt_daemon *d, size_t i, const char *why)
 	d->n_ctxs--;
 }
 
-/* An external wake signal for @ctx (BPF event, preload activity): prefetch at once. */
-static void wake_by(struct pt_daemon *d, struct pt_context *ctx, const char *source)
+/* @ctx woke (the idle machine said so): prefetch at once. */
+static void woke(struct pt_daemon *d, struct pt_context *ctx, const char *source)
 {
-	if (pt_idle_poke(&ctx->idle, pt_now_ms()) != PT_EV_WOKE)
-		return;
 	ctx->offload_pending = false;
 	pt_info("%s: wake detected by %s", ctx->policy.name, source);
 	snprintf(ctx->wake_source, sizeof(ctx->wake_source), "%s", source);
 	submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate, d->prefetch_fd));
 }
 
-/*
- * A packet for the container, a swap-in or a page fault of one of its tasks is demand: it
- * wakes an idle context at once. A task wakeup alone may be a periodic timer of an idle
- * service, so it takes a second one within PT_WAKEUP_PAIR_MS to count.
- */
-#define PT_WAKEUP_PAIR_MS 300
+/* A signal for @ctx (activity.h); a wake when the idle machine says so. */
+static void on_signal(struct pt_daemon *d, struct pt_context *ctx, struct pt_signal s,
+		      const char *source)
+{
+	if (pt_idle_signal(&ctx->idle, &ctx->policy.idle, s, pt_now_ms()) == PT_EV_WOKE)
+		woke(d, ctx, source);
+}
 
+static const char *const bpf_source[PT_BPF_EV_MAX] = {
+	[PT_BPF_EV_FAULT] = "page faults (bpf)",
+	[PT_BPF_EV_SWAPIN] = "swap-ins (bpf)",
+	[PT_BPF_EV_WAKEUP] = "task wakeups (bpf)",
+	[PT_BPF_EV_NET] = "ingress packet (bpf)",
+};
+
+/*
+ * A packet for the container is demand: beyond the policy's tolerance it makes an active
+ * context busy and wakes an idle one at once, before the application has read it.
+ * Swap-ins and page faults wake an idle context when they come faster than a timer's
+ * stray touch (wake_refaults). Task wakeups are counted only: timers wake tasks all the
+ * time.
+ */
 static int on_bpf_event(const struct pt_bpf_event *e, void *arg)
 {
 	struct pt_daemon *d = arg;
 	struct pt_context *ctx = find_ctx_by_id(d, e->cgroup_id);
-	uint64_t now = pt_now_ms();
 
 	if (!ctx || e->type >= PT_BPF_EV_MAX) {
 		/* The kernel-side filter lets through opted-in cgroups only. */
@@ -203,33 +231,11 @@ static int on_bpf_event(const struct pt_bpf_event *e, void *arg)
 		return 0;
 	}
 	ctx->bpf_events[e->type]++;
-	if (ctx->idle.state != PT_STATE_IDLE)
-		return 0;
-	switch (e->type) {
-	case PT_BPF_EV_NET:
-		wake_by(d, ctx, "ingress packet (bpf)");
-		break;
-	case PT_BPF_EV_SWAPIN:
-		wake_by(d, ctx, "swap-in (bpf)");
-		break;
-	case PT_BPF_EV_FAULT:
-		wake_by(d, ctx, "page fault (bpf)");
-		break;
-	case PT_BPF_EV_WAKEUP:
-		if (ctx->last_wakeup_ms && now - ctx->last_wakeup_ms <= PT_WAKEUP_PAIR_MS)
-			wake_by(d, ctx, "task wakeups (bpf)");
-		ctx->last_wakeup_ms = now;
-		break;
-	default:
-		break;
-	}
+	on_signal(d, ctx, pt_signal_bpf(e->type, e->flags), bpf_source[e->type]);
 	return 0;
 }
 
-/*
- * A demand read on a tier: a swap-in of one of the container's pages. While it is idle,
- * that is its wake (the daemon's own prefetch runs only once it is awake).
- */
+/* A demand read on a tier: swap-ins of the container's pages. */
 static void on_tier_event(const struct pagetier_event *e, void *arg)
 {
 	struct pt_daemon *d = arg;
@@ -238,8 +244,9 @@ static void on_tier_event(const struct pagetier_event *e, void *arg)
 	if (e->type != PAGETIER_EVENT_DEMAND_READ || !(ctx = find_ctx_by_id(d, e->cgroup_id)))
 		return;
 	ctx->tier_reads++;
-	if (ctx->idle.state == PT_STATE_IDLE)
-		wake_by(d, ctx, "demand read (tier)");
+	/* The swap-ins BPF sees are these reads: count them once. */
+	if (!d->bpf_swapins)
+		on_signal(d, ctx, pt_signal_tier(e), "demand reads (tier)");
 }
 
 /* The context a cgroup path ("/a/b") belongs to: its own, or its nearest tracked ancestor. */
@@ -281,12 +288,10 @@ static void on_preload_record(pid_t pid, const char *cgroup, const struct pt_pre
 	struct pt_context *ctx = ctx_of_path(d, cgroup);
 
 	(void)pid;
-	(void)ev;
 	if (!ctx)
 		return;
 	ctx->preload_records++;
-	if (ctx->idle.state == PT_STATE_IDLE)
-		wake_by(d, ctx, "allocator activity (preload)");
+	on_signal(d, ctx, pt_signal_preload(ev), "allocator activity (preload)");
 }
 
 static void rescan(struct pt_daemon *d)
@@ -420,30 +425,40 @@ static void tick(struct pt_daemon *d)
 	if (d->preload)
 		pt_preload_server_drain(d->preload, on_preload_record, d);
 	now = pt_now_ms();
+	free(d->usage);
+	d->usage = NULL;
+	d->n_usage = d->kmod_fd >= 0 ? pt_kmod_usage_snapshot(d->kmod_fd, &d->usage) : 0;
 	for (size_t i = d->n_ctxs; i-- > 0;) {
 		struct pt_context *ctx = &d->ctxs[i];
+		const struct pt_kmod_usage *u;
 		enum pt_idle_event ev;
 
 		if (pt_cgroup_sample(ctx->dir, &ctx->sample)) {
 			drop_ctx(d, i, "cgroup vanished");
 			continue;
 		}
-		if (d->kmod_fd >= 0)
-			pt_kmod_cgroup_pages(d->kmod_fd, ctx->cgroup_id, &ctx->tier_pages);
+		if (d->kmod_fd >= 0) {
+			u = pt_kmod_usage_find(d->usage, d->n_usage, ctx->cgroup_id);
+			ctx->tier_pages = u ? u->pages : 0;
+			pt_context_tier_written(ctx, u ? u->written : 0);
+		}
 		if (ctx->trim_until_ms && ctx->idle.state == PT_STATE_IDLE) {
 			/* The trim it asked for uses the container's CPU: not a wake. */
-			pt_idle_rebase(&ctx->idle, ctx->sample.cpu_usage_usec);
+			pt_idle_rebase(&ctx->idle, ctx->sample.cpu_usage_usec, now);
 			if (trim_pending(d, ctx, now))
 				continue;
 			ev = PT_EV_NONE;
 		} else {
 			ctx->trim_until_ms = 0;
-			ev = pt_idle_update(&ctx->idle, ctx->sample.cpu_usage_usec, now,
-					    ctx->policy.idle_threshold_ms);
+			ev = pt_idle_cpu(&ctx->idle, &ctx->policy.idle, ctx->sample.cpu_usage_usec,
+					 now);
 		}
 		if (ev == PT_EV_WENT_IDLE) {
-			pt_info("%s: idle for %llu ms", ctx->policy.name,
-				(unsigned long long)ctx->policy.idle_threshold_ms);
+			ctx->n_idle++;
+			ctx->current_at_idle = ctx->sample.memory_current;
+			pt_info("%s: idle: quiet for %llu ms (last busy: %s)", ctx->policy.name,
+				(unsigned long long)ctx->policy.idle.threshold_ms,
+				pt_idle_cause_name(ctx->idle.cause));
 			if (d->preload)
 				preload_idle(d, ctx, now);
 			/* Issued below, or as soon as an action in flight (a scan) is done. */
@@ -455,10 +470,7 @@ static void tick(struct pt_daemon *d)
 				submit(d, pt_context_offload(ctx, d->cfg.offload_rate));
 			}
 		} else if (ev == PT_EV_WOKE) {
-			ctx->offload_pending = false;
-			pt_info("%s: wake detected by CPU usage", ctx->policy.name);
-			snprintf(ctx->wake_source, sizeof(ctx->wake_source), "cpu usage");
-			submit(d, pt_context_prefetch(ctx, d->cfg.prefetch_rate, d->prefetch_fd));
+			woke(d, ctx, "cpu usage");
 		} else if (ctx->idle.state == PT_STATE_IDLE) {
 			submit(d, pt_context_settle(ctx));
 		} else if (ctx->idle.state == PT_STATE_ACTIVE &&
@@ -642,10 +654,16 @@ static void report_backend(struct pt_daemon *d)
 		char report[512];
 		int rc = pt_bpf_open(&d->bpf, report, sizeof(report));
 
-		if (rc)
+		if (rc) {
 			pt_warn("BPF unavailable (%s): wake detection by CPU sampling only", report);
-		else
+		} else {
+			const char *names[8];
+			size_t na = pt_bpf_attached(d->bpf, names, 8);
+
+			for (size_t i = 0; i < na; i++)
+				d->bpf_swapins |= strncmp(names[i], "swapin=", 7) == 0;
 			pt_info("BPF wake sources attached: %s", report);
+		}
 	}
 	d->scanner = d->kmod_fd >= 0 && (pt_kmod_features(d->kmod_fd) & PAGETIER_FEAT_SCAN) ?
 		     PT_SCANNER_KMOD : PT_SCANNER_FALLBACK;
@@ -812,7 +830,7 @@ int main(int argc, char **argv)
 			printf("  %s: %s, match %s%s, idle after %llu ms (%s)\n",
 			       d.cfg.policies[i].name, pt_class_name(d.cfg.policies[i].class),
 			       d.cfg.policies[i].match_cgroup, d.cfg.policies[i].match_id,
-			       (unsigned long long)d.cfg.policies[i].idle_threshold_ms,
+			       (unsigned long long)d.cfg.policies[i].idle.threshold_ms,
 			       d.cfg.policies[i].source);
 		pt_config_free(&d.cfg);
 		return 0;
@@ -892,6 +910,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < d.n_ctxs; i++)
 		pt_context_release(&d.ctxs[i]);
 	free(d.ctxs);
+	free(d.usage);
 	unlink(d.sock_path);
 	pt_config_free(&d.cfg);
 	if (d.events_fd >= 0)

@@ -104,6 +104,16 @@ int pt_fold_bitmaps(const uint64_t *accessed, const uint64_t *present, const uin
 	return 0;
 }
 
+/*
+ * What scans cover: private anonymous memory and shared memory (what a container's timers
+ * touch of its shared buffers must stay resident while it is idle, like their private
+ * memory).
+ */
+static bool scanned_kind(enum pt_map_kind k)
+{
+	return k == PT_MAP_ANON || k == PT_MAP_SHMEM;
+}
+
 /* The module's scanner: exact accessed bits per page (and per THP), cleared as it goes. */
 static int scan_kmod(int fd, pid_t pid, unsigned int chunk_shift, struct pt_proc_scan *out)
 {
@@ -126,7 +136,7 @@ static int scan_kmod(int fd, pid_t pid, unsigned int chunk_shift, struct pt_proc
 		goto out;
 	}
 	while (!rc && fgets(line, sizeof(line), maps)) {
-		if (pt_maps_anon_range(line, &r) != 1)
+		if (!scanned_kind(pt_maps_classify(line, &r)))
 			continue;
 		for (uint64_t off = 0; off < r.len && !rc;
 		     off += PAGETIER_SCAN_DEFAULT_PAGES << PT_PAGE_SHIFT) {
@@ -273,7 +283,7 @@ static int scan_fallback(pid_t pid, unsigned int chunk_shift, struct pt_proc_sca
 		uint32_t first = out->n;
 		bool reads;
 
-		if (pt_maps_anon_range(line, &r) != 1)
+		if (!scanned_kind(pt_maps_classify(line, &r)))
 			continue;
 		/* First pass with soft-dirty only; see below whether reads need the rest. */
 		for (uint64_t off = 0; off < r.len; off += (uint64_t)PT_PM_BATCH << PT_PAGE_SHIFT) {

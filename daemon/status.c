@@ -37,19 +37,36 @@ void pt_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+static void fmt_wa(char *buf, size_t size, double wa)
+{
+	if (wa < 0)
+		snprintf(buf, size, "-");
+	else
+		snprintf(buf, size, "%.2f", wa);
+}
+
 void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n)
 {
-	fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %7s %9s %9s %6s %6s  %s\n", "CONTAINER",
-		"CLASS", "STATE", "RESIDENT", "ANON", "SWAPPED", "ON-TIER", "WAKES", "LAST-WAKE",
-		"REFAULTS", "PREC", "RECALL", "CGROUP");
+	uint64_t saved = 0, written = 0;
+	bool written_known = false;
+
+	fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %9s %5s %7s %9s %9s %6s %6s  %s\n",
+		"CONTAINER", "CLASS", "STATE", "RESIDENT", "ANON", "SWAPPED", "ON-TIER", "SAVED",
+		"WA", "WAKES", "LAST-WAKE", "REFAULTS", "PREC", "RECALL", "CGROUP");
 	for (size_t i = 0; i < n; i++) {
 		const struct pt_context *c = &ctxs[i];
-		char res[16], anon[16], swp[16], tier[16], wake[24], prec[16], rec[16];
+		char res[16], anon[16], swp[16], tier[16], sav[16], wa[16], wake[24], prec[16],
+		     rec[16];
 
 		pt_fmt_bytes(res, sizeof(res), c->sample.memory_current);
 		pt_fmt_bytes(anon, sizeof(anon), c->sample.anon);
 		pt_fmt_bytes(swp, sizeof(swp), c->sample.swap_current);
 		pt_fmt_bytes(tier, sizeof(tier), c->tier_pages * 4096ULL);
+		pt_fmt_bytes(sav, sizeof(sav), pt_context_saved(c));
+		fmt_wa(wa, sizeof(wa), pt_context_write_amp(c));
+		saved += pt_context_saved(c);
+		written += c->tier_written;
+		written_known |= c->tier_written_known;
 		if (c->n_wakes)
 			snprintf(wake, sizeof(wake), "%llums", (unsigned long long)c->last_wake_ms);
 		else
@@ -62,13 +79,21 @@ void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n)
 			snprintf(rec, sizeof(rec), "%.0f%%", c->hot.recall * 100);
 		else
 			snprintf(rec, sizeof(rec), "-");
-		fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %7llu %9s %9llu %6s %6s  %s\n",
+		fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %9s %5s %7llu %9s %9llu %6s %6s  %s\n",
 			c->policy.name, pt_class_name(c->policy.class), pt_state_name(c->idle.state),
-			res, anon, swp, tier, (unsigned long long)c->n_wakes, wake,
+			res, anon, swp, tier, sav, wa, (unsigned long long)c->n_wakes, wake,
 			(unsigned long long)(c->hot_ok ? c->hot.refaults : 0), prec, rec, c->relpath);
 	}
-	if (!n)
+	if (!n) {
 		fprintf(out, "(no opted-in container is running)\n");
+	} else {
+		char sav[16], wa[16];
+
+		pt_fmt_bytes(sav, sizeof(sav), saved);
+		fmt_wa(wa, sizeof(wa), written_known && saved ? (double)written / (double)saved : -1);
+		fprintf(out, "total: %s saved (offloaded and freed), write amplification %s\n", sav,
+			wa);
+	}
 }
 
 void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const char *backend,
@@ -88,10 +113,16 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 		fprintf(out,
 			",\"cgroup_id\":%" PRIu64 ",\"class\":\"%s\",\"state\":\"%s\""
 			",\"resident_bytes\":%" PRIu64 ",\"anon_bytes\":%" PRIu64
-			",\"swapped_bytes\":%" PRIu64 ",\"tier_bytes\":%" PRIu64
+			",\"swapped_bytes\":%" PRIu64 ",\"swapcached_bytes\":%" PRIu64
+			",\"tier_bytes\":%" PRIu64 ",\"saved_bytes\":%" PRIu64
+			",\"idle_saved_bytes\":%" PRIu64 ",\"keep_bytes\":%" PRIu64
+			",\"tier_written_bytes\":%" PRIu64 ",\"write_amplification\":%.3f"
+			",\"busy_cause\":\"%s\""
+			",\"idle_periods\":%" PRIu64 ",\"idle_since_ms\":%" PRIu64
 			",\"anon_at_idle_bytes\":%" PRIu64 ",\"offloads\":%" PRIu64
 			",\"offload_requested_bytes\":%" PRIu64 ",\"wakes\":%" PRIu64
-			",\"prefetch_requested_bytes\":%" PRIu64 ",\"tier_prefetch_bytes\":%" PRIu64
+			",\"prefetch_requested_bytes\":%" PRIu64 ",\"prefetch_dropped_bytes\":%" PRIu64
+			",\"tier_prefetch_bytes\":%" PRIu64
 			",\"last_wake_ms\":%" PRIu64
 			",\"reclaimed_bytes\":%" PRIu64 ",\"preload_records\":%" PRIu64
 			",\"bpf_events\":{\"fault\":%" PRIu64 ",\"swapin\":%" PRIu64
@@ -102,8 +133,11 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			",\"prefetch_recall\":%.3f,\"woke_at_ms\":%" PRIu64 ",\"wake_source\":",
 			c->cgroup_id, pt_class_name(c->policy.class), pt_state_name(c->idle.state),
 			c->sample.memory_current, c->sample.anon, c->sample.swap_current,
-			c->tier_pages * (uint64_t)4096, c->anon_at_idle, c->n_offloads,
-			c->offload_requested, c->n_wakes, c->prefetch_requested,
+			c->sample.swapcached, c->tier_pages * (uint64_t)4096, pt_context_saved(c),
+			c->idle_saved, c->keep_bytes, c->tier_written, pt_context_write_amp(c),
+			pt_idle_cause_name(c->idle.cause), c->n_idle, c->idle.idle_since_ms,
+			c->anon_at_idle, c->n_offloads,
+			c->offload_requested, c->n_wakes, c->prefetch_requested, c->prefetch_dropped,
 			c->tier_prefetch_planned, c->last_wake_ms,
 			c->reclaimed, c->preload_records, c->bpf_events[1], c->bpf_events[2],
 			c->bpf_events[3], c->bpf_events[4], c->tier_reads, c->scans, c->hot.refaults,

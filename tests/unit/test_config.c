@@ -79,7 +79,9 @@ static const char main_conf[] =
 	"log_level = debug\n"
 	"\n"
 	"[defaults]\n"
-	"idle_threshold = 10s\n";
+	"idle_threshold = 10s\n"
+	"idle_cpu = 2.5%\n"
+	"cold_after = 0\n";
 
 static const char web_conf[] =
 	"[alpha]\n"
@@ -89,6 +91,11 @@ static const char web_conf[] =
 	"resident_floor = 16M\n"
 	"offload_cap = 1G\n"
 	"cold_after = 3s\n"
+	"idle_cpu = 10%\n"
+	"idle_packets = 3\n"
+	"idle_fresh = 512K\n"
+	"idle_working_set = 8M\n"
+	"wake_refaults = 1M\n"
 	"\n"
 	"[db]\n"
 	"match_id = 3f2a9c01ab77\n"
@@ -120,7 +127,12 @@ static void test_load_good(void **state)
 	p = pt_config_match(&cfg, "/pt/alpha");
 	assert_non_null(p);
 	assert_string_equal(p->name, "alpha");
-	assert_int_equal(p->idle_threshold_ms, 2000);
+	assert_int_equal(p->idle.threshold_ms, 2000);
+	assert_int_equal(p->idle.cpu_permille, 100);
+	assert_int_equal(p->idle.max_packets, 3);
+	assert_int_equal(p->idle.fresh_bytes, 512 << 10);
+	assert_int_equal(p->idle.working_set_bytes, 8 << 20);
+	assert_int_equal(p->idle.wake_pages, 256);
 	assert_int_equal(p->resident_floor_bytes, 16 << 20);
 	assert_int_equal(p->offload_cap_bytes, 1ULL << 30);
 	assert_int_equal(p->cold_after_ms, 3000);
@@ -132,7 +144,13 @@ static void test_load_good(void **state)
 	assert_string_equal(p->name, "db");
 	assert_int_equal(p->class, PT_CLASS_CRITICAL);
 	assert_false(p->prefetch);
-	assert_int_equal(p->idle_threshold_ms, 10000);	/* from [defaults] */
+	/* Keys it did not set come from [defaults], then the built-in defaults. */
+	assert_int_equal(p->idle.threshold_ms, 10000);
+	assert_int_equal(p->idle.cpu_permille, 25);
+	assert_int_equal(p->cold_after_ms, 0);
+	assert_int_equal(p->idle.max_packets, 0);
+	assert_int_equal(p->idle.fresh_bytes, 1 << 20);
+	assert_int_equal(p->idle.wake_pages, 64);
 
 	assert_null(pt_config_match(&cfg, "/pt/gamma"));
 	assert_null(pt_config_match(&cfg, "/pt/alpha/child"));	/* globs do not cross '/' */
@@ -142,6 +160,51 @@ static void test_load_good(void **state)
 	assert_null(pt_config_match(&cfg, "/3f2a9c01ab77/x"));
 	pt_config_free(&cfg);
 	fx_rmtree(dir);
+}
+
+static void test_builtin_defaults(void **state)
+{
+	char *dir = fx_tmpdir(), err[PT_ERRBUF_MAX];
+	struct pt_config cfg;
+	const struct pt_policy *p;
+
+	(void)state;
+	fx_write(dir, "containers.d/a.conf", "[a]\nmatch_cgroup = /a\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), 0);
+	p = pt_config_match(&cfg, "/a");
+	assert_non_null(p);
+	assert_int_equal(p->class, PT_CLASS_BESTEFFORT);
+	assert_true(p->prefetch);
+	assert_int_equal(p->idle.threshold_ms, 30000);
+	assert_int_equal(p->idle.cpu_permille, 50);
+	assert_int_equal(p->idle.max_packets, 0);
+	assert_int_equal(p->idle.working_set_bytes, 16 << 20);
+	assert_int_equal(p->idle.fresh_bytes, 1 << 20);
+	assert_int_equal(p->idle.wake_pages, 64);
+	assert_int_equal(p->cold_after_ms, 120000);	/* cold offload on by default */
+	assert_int_equal(pt_idle_params_check(&p->idle), 0);
+	pt_config_free(&cfg);
+	fx_rmtree(dir);
+}
+
+static void test_parse_permille(void **state)
+{
+	uint32_t v;
+
+	(void)state;
+	assert_int_equal(pt_parse_permille("5%", &v), 0);
+	assert_int_equal(v, 50);
+	assert_int_equal(pt_parse_permille("0.5%", &v), 0);
+	assert_int_equal(v, 5);
+	assert_int_equal(pt_parse_permille("150%", &v), 0);	/* more than one CPU */
+	assert_int_equal(v, 1500);
+	assert_int_equal(pt_parse_permille("0.25%", &v), 0);	/* one decimal kept */
+	assert_int_equal(v, 2);
+	assert_int_equal(pt_parse_permille("5", &v), -EINVAL);
+	assert_int_equal(pt_parse_permille("5.%", &v), -EINVAL);
+	assert_int_equal(pt_parse_permille("%", &v), -EINVAL);
+	assert_int_equal(pt_parse_permille("-1%", &v), -EINVAL);
+	assert_int_equal(pt_parse_permille("99999999%", &v), -EINVAL);
 }
 
 static void test_missing_dir_is_error(void **state)
@@ -192,6 +255,12 @@ static void test_bad_values(void **state)
 	expect_bad("[a]\nmatch_id = XYZ\n", "2", "match_id must be a container id");
 	expect_bad("[a]\nmatch_cgroup = /x\nprefetch = sometimes\n", "3", "prefetch must be yes or no");
 	expect_bad("[a]\nmatch_cgroup = /x\ncold_after = soon\n", "3", "cold_after must be a duration");
+	expect_bad("[a]\nmatch_cgroup = /x\nidle_cpu = 5\n", "3", "idle_cpu must be a share of one CPU in percent");
+	expect_bad("[a]\nmatch_cgroup = /x\nidle_packets = 64\n", "3", "idle_packets must be a number of ingress packets from 0 to 63");
+	expect_bad("[a]\nmatch_cgroup = /x\nidle_packets = -1\n", "3", "idle_packets must be");
+	expect_bad("[a]\nmatch_cgroup = /x\nidle_fresh = a lot\n", "3", "idle_fresh must be a size");
+	expect_bad("[a]\nmatch_cgroup = /x\nidle_working_set = -\n", "3", "idle_working_set must be a size");
+	expect_bad("[a]\nmatch_cgroup = /x\nwake_refaults = 1K\n", "3", "wake_refaults must be a size per second of at least 4K");
 }
 
 static void test_bad_structure(void **state)
@@ -218,6 +287,16 @@ static void test_bad_main_conf(void **state)
 	assert_non_null(strstr(err, "pagetierd.conf:2: poll_interval must be"));
 	assert_non_null(strstr(err, "pagetierd.conf:4: unknown section [tier]"));
 	assert_non_null(strstr(err, "pagetierd.conf:6: chunk_size must be a power of two"));
+	fx_rmtree(dir);
+
+	/* [defaults] takes policy keys, but never what names a container. */
+	dir = fx_tmpdir();
+	fx_write(dir, "pagetierd.conf",
+		 "[defaults]\nmatch_cgroup = /x\nidle_cpu = lots\nwibble = 2\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), -EINVAL);
+	assert_non_null(strstr(err, "pagetierd.conf:2: match_cgroup belongs in a container's section"));
+	assert_non_null(strstr(err, "pagetierd.conf:3: idle_cpu must be"));
+	assert_non_null(strstr(err, "pagetierd.conf:4: unknown key 'wibble' in [defaults]"));
 	fx_rmtree(dir);
 }
 
@@ -259,6 +338,8 @@ int main(void)
 		cmocka_unit_test(test_parse_duration),
 		cmocka_unit_test(test_parse_bool),
 		cmocka_unit_test(test_load_good),
+		cmocka_unit_test(test_builtin_defaults),
+		cmocka_unit_test(test_parse_permille),
 		cmocka_unit_test(test_missing_dir_is_error),
 		cmocka_unit_test(test_empty_dir_is_valid),
 		cmocka_unit_test(test_bad_values),

@@ -65,20 +65,29 @@ static void test_cold_chunks_after_epochs(void **state)
 	assert_int_equal(n, 0);
 	scan_one(&h, 42, first_ten, NULL);
 	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
-	/* The 90 untouched chunks but for those sharing a 2 MiB region with a hot one. */
-	assert_int_equal(n, NCHUNKS - 32);
+	/* The 90 untouched chunks: 22 of them share a 2 MiB region with the hot ten. */
+	assert_int_equal(n, NCHUNKS - 10);
 	for (int i = 0; i < n; i++) {
 		int slot;
 		uint64_t addr;
 
 		pt_hot_chunk_addr(&h, ids[i], &slot, &addr);
-		assert_true(addr >= BASE + 32 * CHUNK && addr < BASE + NCHUNKS * CHUNK);
+		assert_true(addr >= BASE + 10 * CHUNK && addr < BASE + NCHUNKS * CHUNK);
 		assert_int_equal(h.pids[slot], 42);
 	}
 	pt_hot_free(&h);
 }
 
-/* Chunks 0-9 hot: the first 2 MiB region (chunks 0-31) has hot chunks, so none of it. */
+static bool first_thirty(int i, void *arg)
+{
+	(void)arg;
+	return i < 30;
+}
+
+/*
+ * Chunks 0-29 hot: chunks 30 and 31 are cold but only 32 pages of the first 2 MiB region
+ * (chunks 0-31): khugepaged would swap them back in to collapse it, so they stay.
+ */
 static void test_cold_regions_leave_whole(void **state)
 {
 	struct pt_hot h;
@@ -89,7 +98,7 @@ static void test_cold_regions_leave_whole(void **state)
 	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
 	scan_one(&h, 42, all, NULL);
 	for (int e = 0; e < 3; e++)
-		scan_one(&h, 42, first_ten, NULL);
+		scan_one(&h, 42, first_thirty, NULL);
 	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
 	/* BASE is 2 MiB aligned: chunks 32-99 are in regions with no hot chunk. */
 	assert_int_equal(n, NCHUNKS - 32);
@@ -116,8 +125,9 @@ static void test_ranges_merge_adjacent(void **state)
 	scan_one(&h, 7, first_ten, NULL);
 	scan_one(&h, 7, first_ten, NULL);
 	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
-	assert_int_equal(n, NCHUNKS - 32);
+	assert_int_equal(n, NCHUNKS - 10);
 	/* Sort so the chunks are adjacent in address order: one range. */
+	n = NCHUNKS - 32;
 	for (int i = 0; i < n; i++)
 		ids[i] = pt_hot_chunk_id(&h, 0, BASE + (uint64_t)(32 + i) * CHUNK);
 	np = pt_hot_ranges(&h, ids, (size_t)n, &pr);
@@ -143,13 +153,13 @@ static void test_refault_and_wake_set(void **state)
 	for (int e = 0; e < 3; e++)
 		scan_one(&h, 1, first_ten, NULL);
 	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
-	assert_int_equal(n, NCHUNKS - 32);
+	assert_int_equal(n, NCHUNKS - 10);
 	pt_hot_evicted(&h, ids, (size_t)n);	/* offloaded while active */
 	/* Chunk 50 was cold but is used again: a refault, remembered for the wake set. */
 	scan_one(&h, 1, only, &fifty);
 	assert_int_equal(h.refaults, 1);
 	/* Idle: the wake set is what was used recently, plus the refaulted chunk. */
-	n = pt_hot_record_wake_set(&h, 3);
+	n = pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 3);
 	assert_int_equal(n, 11);
 	{
 		bool has50 = false;
@@ -169,8 +179,9 @@ static void test_precision_recall(void **state)
 	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
 	scan_one(&h, 3, all, NULL);
 	scan_one(&h, 3, first_ten, NULL);
-	assert_int_equal(pt_hot_record_wake_set(&h, 1), 10);	/* the ten hot chunks */
-	pt_hot_evict_all(&h);
+	/* the ten hot chunks of the last epoch */
+	assert_int_equal(pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0), 10);
+	pt_hot_evict_all(&h, 0);
 	pt_hot_prefetched(&h, 2);
 	assert_true(h.precision < 0 && h.recall < 0);		/* nothing measured yet */
 	/* After the wake the same ten chunks are used, plus ten more: 100% / 50%. */
@@ -189,6 +200,7 @@ static void test_precision_recall(void **state)
 	}
 	assert_true(h.precision > 0.999 && h.precision < 1.001);
 	assert_true(h.recall > 0.499 && h.recall < 0.501);
+	assert_int_equal(h.unused_prefetched, 0);
 	/* Prefetched chunks touched after the wake are hits; the ten others are refaults. */
 	assert_int_equal(h.refaults, 10);
 	pt_hot_free(&h);
@@ -201,37 +213,191 @@ static void test_idle_closes_window(void **state)
 	(void)state;
 	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
 	scan_one(&h, 3, first_ten, NULL);
-	pt_hot_record_wake_set(&h, 1);
-	pt_hot_evict_all(&h);
+	/* Used in one epoch only (a bulk load): not worth prefetching. */
+	assert_int_equal(pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0), 0);
+	scan_one(&h, 3, first_ten, NULL);
+	assert_int_equal(pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0), 10);
+	pt_hot_evict_all(&h, 0);
 	pt_hot_prefetched(&h, 10);
 	scan_one(&h, 3, first_ten, NULL);		/* one epoch of the ten */
 	assert_true(h.precision < 0);
-	pt_hot_record_wake_set(&h, 1);			/* idle again: measured so far */
+	pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0);	/* idle again: measured so far */
 	assert_true(h.precision > 0.999 && h.recall > 0.999);
+	assert_int_equal(h.unused_prefetched, 0);
 	pt_hot_free(&h);
+}
+
+static bool first_three(int i, void *arg)
+{
+	(void)arg;
+	return i < 3;
+}
+
+static bool window_of_ten(int i, void *arg)
+{
+	int from = *(int *)arg;
+
+	return i >= from && i < from + 10;
+}
+
+/* Fresh accesses: chunks not accessed in the PT_HOT_FRESH_EPOCHS before. */
+static void test_fresh_accesses(void **state)
+{
+	struct pt_hot h;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	/* The first scan after tracking begins: everything it sees accessed is fresh. */
+	scan_one(&h, 4, all, NULL);
+	assert_int_equal(h.ep_accessed, NCHUNKS);
+	assert_int_equal(h.ep_fresh, NCHUNKS);
+	/* Timers: the same three chunks every epoch, none fresh. */
+	for (int e = 0; e < 20; e++) {
+		scan_one(&h, 4, first_three, NULL);
+		assert_int_equal(h.ep_accessed, 3);
+		assert_int_equal(h.ep_fresh, 0);
+	}
+	/* Serving: a sliding window of ten chunks, mostly ones untouched for a while. */
+	for (int from = 10; from < 80; from += 10) {
+		scan_one(&h, 4, window_of_ten, &from);
+		assert_int_equal(h.ep_accessed, 10);
+		assert_int_equal(h.ep_fresh, 10);
+	}
+	/* A chunk touched every few epochs (a slower timer) is not fresh. */
+	{
+		int c = 90;
+
+		scan_one(&h, 4, only, &c);
+		assert_int_equal(h.ep_fresh, 1);
+		for (int e = 0; e < 3; e++)
+			scan_one(&h, 4, first_three, NULL);
+		scan_one(&h, 4, only, &c);
+		assert_int_equal(h.ep_fresh, 0);
+	}
+	pt_hot_free(&h);
+}
+
+/* At idle: what it used while quiet stays (keep set); what it used working is the wake set. */
+static void test_keep_set_and_wake_set(void **state)
+{
+	struct pt_hot h;
+	uint64_t *keep = NULL, busy, ids[NCHUNKS];
+	struct pt_mq_stats st;
+	int n, from = 40;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	scan_one(&h, 6, all, NULL);
+	scan_one(&h, 6, window_of_ten, &from);		/* serving chunks 40-49 */
+	busy = pt_hot_now(&h) - 1;
+	for (int e = 0; e < 5; e++)			/* quiet: timers on 0-2 */
+		scan_one(&h, 6, first_three, NULL);
+	n = pt_hot_keep_set(&h, busy + 1, &keep);
+	assert_int_equal(n, 3);
+	for (int i = 0; i < n; i++) {
+		int slot;
+		uint64_t addr;
+
+		pt_hot_chunk_addr(&h, keep[i], &slot, &addr);
+		assert_true(addr < BASE + 3 * CHUNK);
+	}
+	free(keep);
+	/* The wake set: the serving chunks; the timers' stay resident and are not in it. */
+	n = pt_hot_record_wake_set(&h, busy, 0);
+	assert_int_equal(n, 10);
+	for (size_t i = 0; i < h.n_wake_set; i++) {
+		int slot;
+		uint64_t addr;
+
+		pt_hot_chunk_addr(&h, h.wake_set[i], &slot, &addr);
+		assert_true(addr >= BASE + 40 * CHUNK && addr < BASE + 50 * CHUNK);
+	}
+	/* Offload at idle: everything but the keep set goes to history. */
+	pt_hot_evict_all(&h, busy + 1);
+	pt_mq_get_stats(h.mq, &st);
+	assert_int_equal(st.resident, 3);
+	assert_int_equal(st.history, NCHUNKS - 3);
+	/* Nothing quiet: an empty keep set. */
+	assert_int_equal(pt_hot_keep_set(&h, pt_hot_now(&h), &keep), 0);
+	assert_null(keep);
+	(void)ids;
+	pt_hot_free(&h);
+}
+
+/* Cold means unused for N epochs: the model's demotions do not count as accesses. */
+static void test_cold_by_last_access(void **state)
+{
+	struct pt_hot h;
+	uint64_t ids[NCHUNKS];
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	/* Hot for a while: chunks 32-99 climb to high queues. */
+	for (int e = 0; e < 40; e++)
+		scan_one(&h, 8, all, NULL);
+	/* Then 100 epochs of only the first three: demotions run all along. */
+	for (int e = 0; e < 100; e++)
+		scan_one(&h, 8, first_three, NULL);
+	assert_int_equal(pt_hot_cold_chunks(&h, 100, ids, NCHUNKS), NCHUNKS - 3);
+	assert_int_equal(pt_hot_cold_chunks(&h, 101, ids, NCHUNKS), 0);
+	pt_hot_free(&h);
+}
+
+/* Offloads everything resident, then has it all come back: one epoch of churn. */
+static void churn(struct pt_hot *h)
+{
+	uint64_t ids[NCHUNKS];
+	int n = pt_hot_cold_chunks(h, 0, ids, NCHUNKS);
+
+	pt_hot_evicted(h, ids, (size_t)n);
+	scan_one(h, 5, all, NULL);
 }
 
 static void test_backoff_on_refaults(void **state)
 {
 	struct pt_hot h;
-	uint64_t ids[NCHUNKS];
-	int n;
+	int one = 1;
 
 	(void)state;
 	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
 	scan_one(&h, 5, all, NULL);
 	assert_int_equal(pt_hot_cold_backoff(&h, 2), 2);	/* no refaults: as configured */
-	/* Offload everything, then have it all come back, epoch after epoch. */
-	for (int e = 0; e < 6; e++) {
-		n = pt_hot_cold_chunks(&h, 0, ids, NCHUNKS);
-		pt_hot_evicted(&h, ids, (size_t)n);
-		scan_one(&h, 5, all, NULL);
-	}
+	for (int e = 0; e < 6; e++)
+		churn(&h);
 	assert_true(h.refaults > 0);
+	/* Doubles at most once per cold_epochs (2): the refaults of a step come after it. */
 	assert_int_equal(pt_hot_cold_backoff(&h, 2), 4);
+	assert_int_equal(pt_hot_cold_backoff(&h, 2), 4);
+	churn(&h);
+	assert_int_equal(pt_hot_cold_backoff(&h, 2), 4);
+	churn(&h);
 	assert_int_equal(pt_hot_cold_backoff(&h, 2), 8);
+	for (int e = 0; e < 4; e++)
+		churn(&h);
 	assert_int_equal(pt_hot_cold_backoff(&h, 2), 16);
+	for (int e = 0; e < 4; e++)
+		churn(&h);
 	assert_int_equal(pt_hot_cold_backoff(&h, 2), 16);	/* capped at 8x */
+	/* Refaults stop: back to as configured once their smoothed rate has decayed. */
+	for (int e = 0; e < 60; e++)
+		scan_one(&h, 5, all, NULL);
+	assert_int_equal(pt_hot_cold_backoff(&h, 2), 2);
+	pt_hot_free(&h);
+
+	/* A chunk now and then coming back is noise, not a verdict. */
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	scan_one(&h, 5, all, NULL);
+	{
+		uint64_t id = pt_hot_chunk_id(&h, 0, BASE + CHUNK);
+
+		pt_hot_evicted(&h, &id, 1);
+	}
+	scan_one(&h, 5, only, &one);
+	assert_int_equal(h.refaults, 1);
+	for (int e = 0; e < 10; e++) {
+		scan_one(&h, 5, first_three, NULL);
+		assert_int_equal(pt_hot_cold_backoff(&h, 2), 2);
+	}
 	pt_hot_free(&h);
 }
 
@@ -358,6 +524,9 @@ int main(void)
 		cmocka_unit_test(test_refault_and_wake_set),
 		cmocka_unit_test(test_precision_recall),
 		cmocka_unit_test(test_idle_closes_window),
+		cmocka_unit_test(test_fresh_accesses),
+		cmocka_unit_test(test_keep_set_and_wake_set),
+		cmocka_unit_test(test_cold_by_last_access),
 		cmocka_unit_test(test_backoff_on_refaults),
 		cmocka_unit_test(test_exited_process_forgotten),
 		cmocka_unit_test(test_fold_pagemap),

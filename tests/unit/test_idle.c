@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The idle/wake state machine, driven by synthetic CPU-usage samples. */
+/* The idle/wake state machine: "not serving" from CPU, packets, memory and refaults. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,118 +10,283 @@
 
 #define IDLE_MS 2000
 
+static const struct pt_idle_params P = {
+	.threshold_ms = IDLE_MS,
+	.cpu_permille = 50,		/* 5% of a CPU: 50 us per ms */
+	.max_packets = 0,
+	.working_set_bytes = 16 << 20,
+	.fresh_bytes = 1 << 20,
+	.wake_pages = 64,
+};
+
+/* Feeds CPU samples every @step ms from @from to @to, @permille of a CPU in between. */
+static enum pt_idle_event run_cpu(struct pt_idle *t, const struct pt_idle_params *p,
+				  uint64_t *usage, uint64_t from, uint64_t to, uint64_t step,
+				  uint64_t permille, uint64_t *went_idle_at)
+{
+	enum pt_idle_event last = PT_EV_NONE;
+
+	for (uint64_t ms = from; ms <= to; ms += step) {
+		enum pt_idle_event ev;
+
+		*usage += permille * step;
+		ev = pt_idle_cpu(t, p, *usage, ms);
+		if (ev == PT_EV_WENT_IDLE && went_idle_at)
+			*went_idle_at = ms;
+		if (ev != PT_EV_NONE)
+			last = ev;
+	}
+	return last;
+}
+
 static void test_goes_idle_after_threshold(void **state)
 {
 	struct pt_idle t;
-	uint64_t usage = 5000000;
+	uint64_t usage = 5000000, at = 0;
 
 	(void)state;
 	pt_idle_init(&t, 0);
-	assert_int_equal(pt_idle_update(&t, usage, 0, IDLE_MS), PT_EV_NONE);	/* primes */
-	/* Busy: usage grows every sample. */
-	for (uint64_t ms = 100; ms <= 1000; ms += 100) {
-		usage += 50000;
-		assert_int_equal(pt_idle_update(&t, usage, ms, IDLE_MS), PT_EV_NONE);
-	}
-	/* Quiet from 1000 ms on: idle exactly once, at 1000 + IDLE_MS. */
-	for (uint64_t ms = 1100; ms < 1000 + IDLE_MS; ms += 100)
-		assert_int_equal(pt_idle_update(&t, usage, ms, IDLE_MS), PT_EV_NONE);
+	assert_int_equal(pt_idle_cpu(&t, &P, usage, 0), PT_EV_NONE);	/* primes */
+	/* Busy at half a CPU for a second: never idle. */
+	assert_int_equal(run_cpu(&t, &P, &usage, 100, 1000, 100, 500, NULL), PT_EV_NONE);
 	assert_int_equal(t.state, PT_STATE_ACTIVE);
-	assert_int_equal(pt_idle_update(&t, usage, 1000 + IDLE_MS, IDLE_MS), PT_EV_WENT_IDLE);
+	assert_int_equal(t.cause, PT_CAUSE_CPU);
+	/*
+	 * Quiet from then on: idle exactly once, when the work has left the window (its
+	 * average over the last IDLE_MS is down to the share): 450 ms of CPU from 100 to
+	 * 1000 ms, at most 100 ms of which may remain in the window.
+	 */
+	assert_int_equal(run_cpu(&t, &P, &usage, 1100, 9000, 100, 0, &at), PT_EV_WENT_IDLE);
 	assert_int_equal(t.state, PT_STATE_IDLE);
-	assert_int_equal(pt_idle_update(&t, usage, 9000, IDLE_MS), PT_EV_NONE);
+	assert_true(at >= 2700 && at <= 2900);
+	assert_int_equal(t.idle_since_ms, at);
 }
 
-static void test_noise_is_not_activity(void **state)
+static void test_timers_are_not_serving(void **state)
 {
 	struct pt_idle t;
-	uint64_t usage = 100;
+	uint64_t usage = 0, at = 0;
 
 	(void)state;
 	pt_idle_init(&t, 0);
-	pt_idle_update(&t, usage, 0, IDLE_MS);
-	for (uint64_t ms = 100; ms <= IDLE_MS; ms += 100) {
-		usage += PT_IDLE_CPU_NOISE_USEC - 1;	/* kernel work charged to the cgroup */
-		pt_idle_update(&t, usage, ms, IDLE_MS);
+	pt_idle_cpu(&t, &P, usage, 0);
+	/* A server's timers: 2% of a CPU all the time (redis's serverCron under TCG). */
+	assert_int_equal(run_cpu(&t, &P, &usage, 100, 10000, 100, 20, &at), PT_EV_WENT_IDLE);
+	assert_int_equal(at, IDLE_MS);
+	/* ... and staying idle under them. */
+	assert_int_equal(run_cpu(&t, &P, &usage, 10100, 20000, 100, 20, NULL), PT_EV_NONE);
+	assert_int_equal(t.state, PT_STATE_IDLE);
+}
+
+static void test_continuous_work_is_never_idle(void **state)
+{
+	struct pt_idle t;
+	uint64_t usage = 0;
+
+	(void)state;
+	pt_idle_init(&t, 0);
+	pt_idle_cpu(&t, &P, usage, 0);
+	/* Just above the share, for a minute. */
+	assert_int_equal(run_cpu(&t, &P, &usage, 100, 60000, 100, 60, NULL), PT_EV_NONE);
+	assert_int_equal(t.state, PT_STATE_ACTIVE);
+}
+
+/* Housekeeping bursts now and then are tolerated, active or idle; sustained work is not. */
+static void test_bursts_tolerated_sustained_work_wakes(void **state)
+{
+	const struct pt_idle_params slow = { .threshold_ms = 30000, .cpu_permille = 50,
+					     .working_set_bytes = 16 << 20,
+					     .fresh_bytes = 1 << 20, .wake_pages = 64 };
+	struct pt_idle t;
+	uint64_t usage = 0, at = 0, ms;
+
+	(void)state;
+	pt_idle_init(&t, 0);
+	pt_idle_cpu(&t, &slow, usage, 0);
+	/* An autovacuum-like burst: 300 ms of CPU every 20 s, 1.5% on average. */
+	for (ms = 100; ms <= 120000; ms += 100) {
+		usage += (ms % 20000 < 300) ? 100000 : 0;
+		if (pt_idle_cpu(&t, &slow, usage, ms) == PT_EV_WENT_IDLE)
+			at = ms;
 	}
+	assert_int_equal(at, 30000);
 	assert_int_equal(t.state, PT_STATE_IDLE);
-}
-
-static void test_wakes_on_activity_then_done(void **state)
-{
-	struct pt_idle t;
-
-	(void)state;
-	pt_idle_init(&t, 0);
-	pt_idle_update(&t, 0, 0, IDLE_MS);
-	assert_int_equal(pt_idle_update(&t, 0, IDLE_MS, IDLE_MS), PT_EV_WENT_IDLE);
-	assert_int_equal(pt_idle_update(&t, PT_IDLE_CPU_NOISE_USEC, 5000, IDLE_MS), PT_EV_WOKE);
+	/* Sustained work at 20% of a CPU: a wake once the last 10 s show it. */
+	for (ms = 120100; ms <= 140000 && t.state == PT_STATE_IDLE; ms += 100) {
+		usage += 20000;
+		if (pt_idle_cpu(&t, &slow, usage, ms) == PT_EV_WOKE)
+			at = ms;
+	}
 	assert_int_equal(t.state, PT_STATE_WAKING);
-	assert_int_equal(t.woke_at_ms, 5000);
-	/* Still busy while waking: no second wake. */
-	assert_int_equal(pt_idle_update(&t, 90000, 5100, IDLE_MS), PT_EV_NONE);
+	assert_true(at > 121000 && at <= 130100);
+	assert_int_equal(t.woke_at_ms, at);
+	assert_int_equal(t.cause, PT_CAUSE_CPU);
 	pt_idle_wake_done(&t);
 	assert_int_equal(t.state, PT_STATE_ACTIVE);
-	/* And it can go idle again. */
-	assert_int_equal(pt_idle_update(&t, 90000, 5100 + IDLE_MS, IDLE_MS), PT_EV_WENT_IDLE);
 }
 
-static void test_poke_wakes_only_idle(void **state)
-{
-	struct pt_idle t;
-
-	(void)state;
-	pt_idle_init(&t, 0);
-	pt_idle_update(&t, 0, 0, IDLE_MS);
-	assert_int_equal(pt_idle_poke(&t, 10), PT_EV_NONE);	/* active: nothing to do */
-	pt_idle_update(&t, 0, 10 + IDLE_MS, IDLE_MS);
-	assert_int_equal(t.state, PT_STATE_IDLE);
-	assert_int_equal(pt_idle_poke(&t, 7000), PT_EV_WOKE);
-	assert_int_equal(t.woke_at_ms, 7000);
-}
-
-/* CPU the daemon caused (a trim at idle), rebased away, does not wake; later use does. */
-static void test_rebase_absorbs_caused_cpu(void **state)
+static void test_recreated_cgroup_is_activity(void **state)
 {
 	struct pt_idle t;
 	uint64_t usage = 1000000;
 
 	(void)state;
 	pt_idle_init(&t, 0);
-	pt_idle_update(&t, usage, 0, IDLE_MS);
-	assert_int_equal(pt_idle_update(&t, usage, IDLE_MS, IDLE_MS), PT_EV_WENT_IDLE);
-	usage += 40000;				/* 40 ms of malloc_trim */
-	pt_idle_rebase(&t, usage);
-	assert_int_equal(t.state, PT_STATE_IDLE);
-	assert_int_equal(pt_idle_update(&t, usage, IDLE_MS + 100, IDLE_MS), PT_EV_NONE);
-	assert_int_equal(t.state, PT_STATE_IDLE);
-	usage += 5000;				/* the application runs */
-	assert_int_equal(pt_idle_update(&t, usage, IDLE_MS + 200, IDLE_MS), PT_EV_WOKE);
+	pt_idle_cpu(&t, &P, usage, 0);
+	assert_int_equal(run_cpu(&t, &P, &usage, 100, 3000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	assert_int_equal(pt_idle_cpu(&t, &P, 10, 3100), PT_EV_WOKE);
 }
 
-static void test_usage_going_back_is_activity(void **state)
+static void test_packets(void **state)
+{
+	struct pt_idle_params tolerant = P;
+	struct pt_idle t;
+	uint64_t usage = 0;
+
+	(void)state;
+	/* No tolerance: one packet is activity, and wakes an idle context at once. */
+	pt_idle_init(&t, 0);
+	pt_idle_cpu(&t, &P, usage, 0);
+	run_cpu(&t, &P, &usage, 100, 1500, 100, 0, NULL);
+	assert_int_equal(pt_idle_packet(&t, &P, 1550), PT_EV_NONE);
+	assert_int_equal(t.last_active_ms, 1550);
+	assert_int_equal(t.cause, PT_CAUSE_PACKETS);
+	assert_int_equal(run_cpu(&t, &P, &usage, 1600, 4000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	assert_int_equal(pt_idle_packet(&t, &P, 4050), PT_EV_WOKE);
+
+	/* Two packets per window tolerated (health checks); the third within it is not. */
+	tolerant.max_packets = 2;
+	pt_idle_init(&t, 0);
+	usage = 0;
+	pt_idle_cpu(&t, &tolerant, usage, 0);
+	assert_int_equal(run_cpu(&t, &tolerant, &usage, 100, 3000, 100, 0, NULL),
+			 PT_EV_WENT_IDLE);
+	assert_int_equal(pt_idle_packet(&t, &tolerant, 3100), PT_EV_NONE);
+	assert_int_equal(pt_idle_packet(&t, &tolerant, 4000), PT_EV_NONE);
+	assert_int_equal(t.state, PT_STATE_IDLE);
+	assert_int_equal(pt_idle_packet(&t, &tolerant, 4500), PT_EV_WOKE);
+	/* Packets older than the window are forgotten. */
+	pt_idle_wake_done(&t);
+	assert_int_equal(run_cpu(&t, &tolerant, &usage, 4600, 7000, 100, 0, NULL),
+			 PT_EV_WENT_IDLE);
+	assert_int_equal(pt_idle_packet(&t, &tolerant, 9000), PT_EV_NONE);
+	assert_int_equal(pt_idle_packet(&t, &tolerant, 9100), PT_EV_NONE);
+	assert_int_equal(t.state, PT_STATE_IDLE);
+}
+
+static void test_memory_spread(void **state)
 {
 	struct pt_idle t;
+	uint64_t usage = 0, at = 0;
 
 	(void)state;
 	pt_idle_init(&t, 0);
-	pt_idle_update(&t, 1000000, 0, IDLE_MS);
-	pt_idle_update(&t, 1000000, IDLE_MS, IDLE_MS);
+	pt_idle_cpu(&t, &P, usage, 0);
+	/* Timers touch the same small set: a little fresh memory per epoch is quiet. */
+	for (uint64_t ms = 1000; ms <= 5000; ms += 1000) {
+		run_cpu(&t, &P, &usage, ms - 900, ms, 100, 0, &at);
+		if (t.state == PT_STATE_ACTIVE)
+			assert_int_equal(pt_idle_memory(&t, &P, 4 << 20, 64 << 10, ms),
+					 PT_EV_NONE);
+	}
 	assert_int_equal(t.state, PT_STATE_IDLE);
-	/* The cgroup was removed and recreated under the same path. */
-	assert_int_equal(pt_idle_update(&t, 10, IDLE_MS + 100, IDLE_MS), PT_EV_WOKE);
+	assert_int_equal(at, IDLE_MS);
+
+	/* Requests served from memory touch memory it did not touch a moment ago. */
+	pt_idle_init(&t, 0);
+	usage = 0;
+	pt_idle_cpu(&t, &P, usage, 0);
+	for (uint64_t ms = 1000; ms <= 10000; ms += 1000) {
+		run_cpu(&t, &P, &usage, ms - 900, ms, 100, 10, NULL);
+		assert_int_equal(pt_idle_memory(&t, &P, 4 << 20, 4 << 20, ms), PT_EV_NONE);
+	}
+	assert_int_equal(t.state, PT_STATE_ACTIVE);
+	assert_int_equal(t.cause, PT_CAUSE_MEMORY);
+
+	/* Reading the same 64 MiB over and over at little CPU: continuous work, never idle. */
+	pt_idle_init(&t, 0);
+	usage = 0;
+	pt_idle_cpu(&t, &P, usage, 0);
+	for (uint64_t ms = 1000; ms <= 10000; ms += 1000) {
+		run_cpu(&t, &P, &usage, ms - 900, ms, 100, 10, NULL);
+		assert_int_equal(pt_idle_memory(&t, &P, 64 << 20, 0, ms), PT_EV_NONE);
+	}
+	assert_int_equal(t.state, PT_STATE_ACTIVE);
+}
+
+static void test_refaults_wake_only_beyond_a_trickle(void **state)
+{
+	struct pt_idle t;
+	uint64_t usage = 0;
+
+	(void)state;
+	pt_idle_init(&t, 0);
+	/* While active, refaults are its work: no verdict. */
+	assert_int_equal(pt_idle_refault(&t, &P, 1000, 50), PT_EV_NONE);
+	assert_int_equal(t.last_active_ms, 0);
+	pt_idle_cpu(&t, &P, usage, 0);
+	assert_int_equal(run_cpu(&t, &P, &usage, 100, 3000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	/* A timer touching an offloaded page now and then: no wake. */
+	for (uint64_t ms = 3100; ms < 10000; ms += 500)
+		assert_int_equal(pt_idle_refault(&t, &P, 8, ms), PT_EV_NONE);
+	assert_int_equal(t.state, PT_STATE_IDLE);
+	/* The application reading its memory back: a wake within its first second. */
+	assert_int_equal(pt_idle_refault(&t, &P, 32, 20000), PT_EV_NONE);
+	assert_int_equal(pt_idle_refault(&t, &P, 32, 20100), PT_EV_WOKE);
+	assert_int_equal(t.cause, PT_CAUSE_REFAULTS);
+}
+
+static void test_poke_and_rebase(void **state)
+{
+	struct pt_idle t;
+	uint64_t usage = 0;
+
+	(void)state;
+	pt_idle_init(&t, 0);
+	pt_idle_cpu(&t, &P, usage, 0);
+	assert_int_equal(run_cpu(&t, &P, &usage, 100, 3000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	/* A malloc_trim the daemon asked for: its CPU is not a wake. */
+	usage += 200000;
+	pt_idle_rebase(&t, usage, 3100);
+	assert_int_equal(pt_idle_cpu(&t, &P, usage, 3200), PT_EV_NONE);
+	assert_int_equal(t.state, PT_STATE_IDLE);
+	assert_int_equal(pt_idle_poke(&t, 4000), PT_EV_WOKE);
+	assert_int_equal(t.cause, PT_CAUSE_SIGNAL);
+	assert_int_equal(pt_idle_poke(&t, 4100), PT_EV_NONE);	/* already waking */
+	assert_string_equal(pt_state_name(t.state), "waking");
+	assert_string_equal(pt_idle_cause_name(PT_CAUSE_MEMORY), "memory");
+}
+
+static void test_params_check(void **state)
+{
+	struct pt_idle_params p = P;
+
+	(void)state;
+	assert_int_equal(pt_idle_params_check(&p), 0);
+	p.threshold_ms = 50;
+	assert_int_not_equal(pt_idle_params_check(&p), 0);
+	p = P;
+	p.max_packets = PT_IDLE_PACKET_RING;
+	assert_int_not_equal(pt_idle_params_check(&p), 0);
+	p = P;
+	p.wake_pages = 0;
+	assert_int_not_equal(pt_idle_params_check(&p), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_goes_idle_after_threshold),
-		cmocka_unit_test(test_noise_is_not_activity),
-		cmocka_unit_test(test_wakes_on_activity_then_done),
-		cmocka_unit_test(test_poke_wakes_only_idle),
-		cmocka_unit_test(test_usage_going_back_is_activity),
-		cmocka_unit_test(test_rebase_absorbs_caused_cpu),
+		cmocka_unit_test(test_timers_are_not_serving),
+		cmocka_unit_test(test_continuous_work_is_never_idle),
+		cmocka_unit_test(test_bursts_tolerated_sustained_work_wakes),
+		cmocka_unit_test(test_recreated_cgroup_is_activity),
+		cmocka_unit_test(test_packets),
+		cmocka_unit_test(test_memory_spread),
+		cmocka_unit_test(test_refaults_wake_only_beyond_a_trickle),
+		cmocka_unit_test(test_poke_and_rebase),
+		cmocka_unit_test(test_params_check),
 	};
 
-	return cmocka_run_group_tests_name("idle", tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
