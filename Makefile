@@ -89,7 +89,11 @@ $(B)/bpf/pagetier.skel.h: bpf/pagetier.bpf.c bpf/pagetier_events.h bpf/vmlinux.h
 libpreload:
 	@$(MAKE) -s -C libpreload O=$(CURDIR)/$(B)/lib
 
-tools: $(B)/bin/ptwork
+tools: $(B)/bin/ptwork $(B)/pgdata.tar.zst
+
+# The PostgreSQL data directory the e2e scenarios and benchmarks unpack in their guests.
+$(B)/pgdata.tar.zst: tests/e2e/pg_template.sh
+	@tests/e2e/pg_template.sh $(CURDIR)/$@
 
 $(B)/bin/ptwork: tests/e2e/ptwork.c
 	@mkdir -p $(@D); echo "  CC    $@"

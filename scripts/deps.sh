@@ -23,6 +23,7 @@ PKGS=(
 	qemu-system-x86 qemu-utils crun
 	kmod cpio busybox-static iproute2 procps util-linux mount e2fsprogs file xz-utils bc
 	sqlite3 redis-server redis-tools lua5.4 valgrind libclang-rt-14-dev
+	memcached nginx-light postgresql-15 postgresql-contrib zstd
 )
 
 newest_kernel() { # $1 = regex over package names; prints the highest version
@@ -54,8 +55,17 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	log "installing ${#missing[@]} packages: ${missing[*]}"
 	# --no-install-recommends keeps firmware and initramfs tooling off the host; the
 	# kernel images are used only by the VM harness, never booted on the host.
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-		die "apt-get install failed for: ${missing[*]}"
+	# The servers among them (memcached, nginx, PostgreSQL) run only inside the test
+	# guests: keep the host's init from starting them (invoke-rc.d asks policy-rc.d).
+	own_policy=0
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d
+		own_policy=1
+	fi
+	rc=0
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || rc=$?
+	[ "$own_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+	[ "$rc" = 0 ] || die "apt-get install failed for: ${missing[*]}"
 fi
 
 # The kernels the VM harness boots and the module is built for, recorded for make.
