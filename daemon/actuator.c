@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "actuator.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,7 +45,32 @@ void pt_proc_ranges_free(struct pt_proc_ranges *pr)
 	memset(pr, 0, sizeof(*pr));
 }
 
+static int ranges_add(struct pt_proc_ranges *out, struct pt_range r)
+{
+	if (out->n && out->r[out->n - 1].start + out->r[out->n - 1].len == r.start) {
+		out->r[out->n - 1].len += r.len;
+		return 0;
+	}
+	if (out->n == out->cap) {
+		int cap = out->cap ? out->cap * 2 : 64;
+		struct pt_range *nr = realloc(out->r, (size_t)cap * sizeof(*nr));
+
+		if (!nr)
+			return -ENOMEM;
+		out->r = nr;
+		out->cap = cap;
+	}
+	out->r[out->n++] = r;
+	return 0;
+}
+
 int pt_proc_anon_ranges(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *out)
+{
+	return pt_proc_ranges_of(pid, PT_KIND_ANON, max_bytes, out);
+}
+
+int pt_proc_ranges_of(pid_t pid, unsigned int kinds, uint64_t max_bytes,
+		      struct pt_proc_ranges *out)
 {
 	char path[64], line[4096 + 128];
 	uint64_t total = 0;
@@ -55,25 +84,19 @@ int pt_proc_anon_ranges(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *ou
 	if (!fp)
 		return errno == ENOENT ? -ESRCH : -errno;
 	while (fgets(line, sizeof(line), fp)) {
-		if (pt_maps_anon_range(line, &r) != 1)
+		enum pt_map_kind k = pt_maps_classify(line, &r);
+
+		if (k < 0 || !(kinds & (1U << k)))
 			continue;
 		if (max_bytes && total + r.len > max_bytes)
 			r.len = max_bytes - total;
 		if (!r.len)
 			break;
-		if (out->n == out->cap) {
-			int cap = out->cap ? out->cap * 2 : 64;
-			struct pt_range *nr = realloc(out->r, cap * sizeof(*nr));
-
-			if (!nr) {
-				fclose(fp);
-				pt_proc_ranges_free(out);
-				return -ENOMEM;
-			}
-			out->r = nr;
-			out->cap = cap;
+		if (ranges_add(out, r)) {
+			fclose(fp);
+			pt_proc_ranges_free(out);
+			return -ENOMEM;
 		}
-		out->r[out->n++] = r;
 		total += r.len;
 	}
 	fclose(fp);
@@ -130,6 +153,201 @@ int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice)
 	}
 	close(pidfd);
 	return done;
+}
+
+#define PT_PM_PRESENT_BIT (1ULL << 63)
+#define PT_PM_BATCH 4096
+
+int pt_proc_file_resident(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *out)
+{
+	struct pt_proc_ranges maps;
+	uint64_t *pm, total = 0;
+	char path[64];
+	int fd, rc;
+
+	memset(out, 0, sizeof(*out));
+	out->pid = pid;
+	rc = pt_proc_ranges_of(pid, PT_KIND_FILE, 0, &maps);
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	pm = malloc(PT_PM_BATCH * sizeof(*pm));
+	if (fd < 0 || !pm) {
+		rc = fd < 0 ? -ESRCH : -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < maps.n && (!max_bytes || total < max_bytes); i++) {
+		uint64_t start = maps.r[i].start, pages = maps.r[i].len >> 12;
+
+		for (uint64_t off = 0; off < pages;) {
+			uint64_t want = pages - off < PT_PM_BATCH ? pages - off : PT_PM_BATCH;
+			ssize_t got = pread(fd, pm, want * 8, (off_t)(((start >> 12) + off) * 8));
+
+			if (got <= 0)
+				break;
+			for (uint64_t j = 0; j < (uint64_t)got / 8; j++) {
+				struct pt_range pg = { .start = start + ((off + j) << 12), .len = 4096 };
+
+				if (!(pm[j] & PT_PM_PRESENT_BIT))
+					continue;
+				if (ranges_add(out, pg)) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				total += 4096;
+			}
+			off += (uint64_t)got / 8;
+		}
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(pm);
+	pt_proc_ranges_free(&maps);
+	if (rc)
+		pt_proc_ranges_free(out);
+	out->pid = pid;
+	return rc;
+}
+
+/* Child: into @cgdir's cgroup.procs, or its first leaf below; 0 or -errno. */
+static int join_cgroup(const char *cgdir, int depth)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cgdir);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = write(fd, "0", 1) == 1 ? 0 : -errno;
+	close(fd);
+	/* EBUSY: an inner cgroup with controllers on for its children holds no process. */
+	if (rc != -EBUSY || depth > 8)
+		return rc;
+	d = opendir(cgdir);
+	if (!d)
+		return rc;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", cgdir, de->d_name);
+		if (join_cgroup(path, depth + 1) == 0) {
+			closedir(d);
+			return 0;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * MADV_WILLNEED on a file mapping reads ahead at most max(read_ahead_kb, max_sectors_kb) of
+ * the device per range (force_page_cache_ra() caps it), so a long range is advised in
+ * pieces no larger than the smallest such window in practice: each is read whole.
+ */
+#define PT_FILE_PIECE (128ULL << 10)
+
+static int64_t advise_in_pieces(const struct pt_proc_ranges *pr, int advice, uint64_t piece)
+{
+	struct pt_range batch[PT_IOV_BATCH];
+	struct pt_proc_ranges one = { .pid = pr->pid, .r = batch, .cap = PT_IOV_BATCH };
+	int64_t done = 0, got;
+
+	for (int i = 0; i < pr->n; i++)
+		for (uint64_t off = 0; off < pr->r[i].len; off += piece) {
+			batch[one.n].start = pr->r[i].start + off;
+			batch[one.n].len = pr->r[i].len - off < piece ? pr->r[i].len - off : piece;
+			if (++one.n < PT_IOV_BATCH)
+				continue;
+			got = pt_proc_advise(&one, advice);
+			if (got == -ESRCH)
+				return done ? done : got;
+			done += got > 0 ? got : 0;
+			one.n = 0;
+		}
+	got = pt_proc_advise(&one, advice);
+	return got > 0 ? done + got : (done ? done : got);
+}
+
+int pt_advise_child_start(struct pt_advise_child *c, const char *cgdir,
+			  const struct pt_proc_ranges *set, int n, int advice)
+{
+	int pipefd[2];
+
+	c->pid = 0;
+	c->fd = -1;
+	if (!n)
+		return 0;
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -errno;
+	c->pid = fork();
+	if (c->pid < 0) {
+		int rc = -errno;
+
+		c->pid = 0;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return rc;
+	}
+	if (c->pid == 0) {
+		/*
+		 * The child of a threaded process: system calls only until _exit (no malloc,
+		 * no stdio). pt_proc_advise() logs only on a refused range, at debug level;
+		 * opendir() in join_cgroup() allocates, but only when the cgroup takes no
+		 * process, and glibc's malloc is fork-safe (it resets its locks in the child).
+		 */
+		int64_t sum = 0;
+		int rc;
+
+		/* Below the levels pt_proc_advise() logs at: no stdio in this child. */
+		pt_log_set_level(PT_LOG_WARN);
+		rc = join_cgroup(cgdir, 0);
+		if (rc == 0)
+			for (int i = 0; i < n; i++) {
+				int64_t got = advise_in_pieces(&set[i], advice, PT_FILE_PIECE);
+
+				if (got > 0)
+					sum += got;
+			}
+		else
+			sum = rc;
+		if (write(pipefd[1], &sum, sizeof(sum)) != sizeof(sum))
+			_exit(1);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	c->fd = pipefd[0];
+	return 0;
+}
+
+int64_t pt_advise_child_finish(struct pt_advise_child *c)
+{
+	int64_t done = 0;
+	int status;
+
+	if (!c->pid)
+		return 0;
+	if (read(c->fd, &done, sizeof(done)) != sizeof(done))
+		done = -EIO;
+	close(c->fd);
+	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	c->pid = 0;
+	c->fd = -1;
+	return done;
+}
+
+int64_t pt_proc_advise_in_cgroup(const char *cgdir, const struct pt_proc_ranges *set, int n,
+				 int advice)
+{
+	struct pt_advise_child c;
+	int rc = pt_advise_child_start(&c, cgdir, set, n, advice);
+
+	return rc ? rc : pt_advise_child_finish(&c);
 }
 
 static uint64_t mono_ns(void)

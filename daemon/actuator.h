@@ -19,8 +19,22 @@ struct pt_proc_ranges {
 	struct pt_range *r;
 };
 
+/* Bits of 1 << enum pt_map_kind (maps.h): which mappings a range list covers. */
+#define PT_KIND_ANON	(1U << PT_MAP_ANON)
+#define PT_KIND_SHMEM	(1U << PT_MAP_SHMEM)
+#define PT_KIND_FILE	(1U << PT_MAP_FILE)
+
+/* Reads @pid's mappings of @kinds, up to @max_bytes in total (0: no limit). */
+int pt_proc_ranges_of(pid_t pid, unsigned int kinds, uint64_t max_bytes,
+		      struct pt_proc_ranges *out);
 /* Reads @pid's anonymous ranges, up to @max_bytes in total (0: no limit). */
 int pt_proc_anon_ranges(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *out);
+/*
+ * The pages of @pid's file mappings that are in memory now, as ranges (from
+ * /proc/PID/pagemap): what a wake should read back of its executables, libraries and
+ * mapped files once reclaim has dropped them. At most @max_bytes (0: no limit).
+ */
+int pt_proc_file_resident(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *out);
 void pt_proc_ranges_free(struct pt_proc_ranges *pr);
 
 /*
@@ -37,5 +51,25 @@ int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice);
  */
 #define PT_PACE_PIECE (16ULL << 20)
 int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64_t rate);
+
+/*
+ * As pt_proc_advise() for each of @n range lists, in pieces of at most 128 KiB (what one
+ * MADV_WILLNEED of a file mapping reads ahead at most), from a child process that first joins
+ * the cgroup @cgdir (or, if processes cannot live there, its first leaf below): the page
+ * cache that MADV_WILLNEED reads in for file mappings is charged to the reader's cgroup,
+ * and it belongs to the container, not to the daemon. Returns the bytes advised, or a
+ * negative errno (-EBUSY: no cgroup below @cgdir could take the child).
+ */
+int64_t pt_proc_advise_in_cgroup(const char *cgdir, const struct pt_proc_ranges *set, int n,
+				 int advice);
+
+/* The same in two steps, so that the caller works meanwhile: the child runs between them. */
+struct pt_advise_child {
+	pid_t pid;		/* 0: none started */
+	int fd;			/* the result comes through this pipe */
+};
+int pt_advise_child_start(struct pt_advise_child *c, const char *cgdir,
+			  const struct pt_proc_ranges *set, int n, int advice);
+int64_t pt_advise_child_finish(struct pt_advise_child *c);
 
 #endif

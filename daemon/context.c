@@ -82,13 +82,20 @@ void pt_context_tier_written(struct pt_context *ctx, uint64_t total)
 	ctx->tier_written = total >= ctx->tier_written_base ? total - ctx->tier_written_base : 0;
 }
 
+static void free_set(struct pt_proc_ranges *set, int n);
+
 static void drop_wake_set(struct pt_context *ctx)
 {
-	for (int i = 0; i < ctx->n_wake_set; i++)
-		pt_proc_ranges_free(&ctx->wake_set[i]);
-	free(ctx->wake_set);
+	free_set(ctx->wake_set, ctx->n_wake_set);
 	ctx->wake_set = NULL;
 	ctx->n_wake_set = 0;
+}
+
+static void drop_file_set(struct pt_context *ctx)
+{
+	free_set(ctx->file_set, ctx->n_file_set);
+	ctx->file_set = NULL;
+	ctx->n_file_set = 0;
 }
 
 void pt_context_release(struct pt_context *ctx)
@@ -99,6 +106,7 @@ void pt_context_release(struct pt_context *ctx)
 		ctx->memory_low_set = false;
 	}
 	drop_wake_set(ctx);
+	drop_file_set(ctx);
 	if (ctx->hot_ok)
 		pt_hot_free(&ctx->hot);
 	ctx->hot_ok = false;
@@ -211,20 +219,34 @@ static void run_offload(struct pt_job *job)
 		return;
 	}
 	a->set = calloc(n ? (size_t)n : 1, sizeof(*a->set));
-	if (!a->set) {
+	a->files = calloc(n ? (size_t)n : 1, sizeof(*a->files));
+	if (!a->set || !a->files) {
 		a->rc = -ENOMEM;
 		free(pids);
 		return;
 	}
+	/*
+	 * The mapped-file pages in memory now, before the reclaim that follows drops them: the
+	 * wake reads them back (executables, libraries, data files) in large readahead rather
+	 * than fault by fault.
+	 */
+	for (int i = 0; i < n && a->keep_wake_set; i++)
+		if (pt_proc_file_resident(pids[i], 0, &a->files[a->n_files]) == 0 &&
+		    a->files[a->n_files].n)
+			a->n_files++;
+		else
+			pt_proc_ranges_free(&a->files[a->n_files]);
 	for (int i = 0; i < n && done < a->budget; i++) {
 		struct pt_proc_ranges *pr = &a->set[a->n_set];
 		int64_t got;
 
 		/*
 		 * Ranges are virtual: they bound the advice, the kernel pages out only what is
-		 * resident, so the budget is an upper bound on what leaves.
+		 * resident, so the budget is an upper bound on what leaves. Shared memory
+		 * (shared anonymous, memfd, SysV) too: the pages this process alone maps leave
+		 * now, the others with the reclaim that follows.
 		 */
-		if (pt_proc_anon_ranges(pids[i], 0, pr))
+		if (pt_proc_ranges_of(pids[i], PT_KIND_ANON | PT_KIND_SHMEM, 0, pr))
 			continue;	/* exited meanwhile */
 		if (advisable(a, pr, a->budget - done))
 			continue;
@@ -245,12 +267,23 @@ static void run_offload(struct pt_job *job)
 	a->ms = pt_now_ms() - t0;
 }
 
-/* Worker thread: bring the wake set back into the swap cache. */
+/*
+ * Worker thread: bring the wake set back. In the order the application is likely to touch
+ * it: its mapped files (code first of all) and the hottest chunks of its memory at once,
+ * from two devices: the files' (readahead from a child in the container's cgroup, which the
+ * page cache it reads is charged to) and the tier's.
+ */
 static void run_prefetch(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
+	struct pt_advise_child files;
 	uint64_t t0 = pt_now_ms();
+	int64_t got;
+	int rc;
 
+	rc = pt_advise_child_start(&files, a->dir, a->files, a->n_files, MADV_WILLNEED);
+	if (rc)
+		pt_warn("%s: readahead of its mapped files: %s", a->name, strerror(-rc));
 	/*
 	 * The tier reads the cgroup's newest segments (the idle offload wrote the wake set
 	 * there, after the cold pages) in large background reads, behind demand reads; the
@@ -258,18 +291,22 @@ static void run_prefetch(struct pt_job *job)
 	 * waiting for its own small read.
 	 */
 	if (a->kmod_fd >= 0 && a->budget) {
-		int rc = pt_kmod_prefetch(a->kmod_fd, a->cgroup_id, a->budget, &a->tier_planned);
-
+		rc = pt_kmod_prefetch(a->kmod_fd, a->cgroup_id, a->budget, &a->tier_planned);
 		if (rc)
 			pt_warn("%s: tier prefetch: %s (MADV_WILLNEED alone)", a->name,
 				strerror(-rc));
 	}
 	for (int i = 0; i < a->n_set; i++) {
-		int64_t got = pt_proc_advise_paced(&a->set[i], MADV_WILLNEED, a->rate);
-
+		got = pt_proc_advise_paced(&a->set[i], MADV_WILLNEED, a->rate);
 		if (got > 0)
 			a->bytes += got;
 	}
+	got = pt_advise_child_finish(&files);
+	if (got > 0)
+		a->file_bytes = (uint64_t)got;
+	else if (got < 0)
+		pt_warn("%s: readahead of its mapped files failed: %s", a->name,
+			strerror((int)-got));
 	a->ms = pt_now_ms() - t0;
 }
 
@@ -570,7 +607,7 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 	}
 	ctx->n_wakes++;
 	ctx->settle_passes = 0;
-	if (!ctx->policy.prefetch || !ctx->n_wake_set) {
+	if (!ctx->policy.prefetch || (!ctx->n_wake_set && !ctx->n_file_set)) {
 		ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
 		pt_idle_wake_done(&ctx->idle);
 		return NULL;
@@ -596,6 +633,10 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 		ctx->wake_set = NULL;
 		ctx->n_wake_set = 0;
 	}
+	a->files = ctx->file_set;
+	a->n_files = ctx->n_file_set;
+	ctx->file_set = NULL;
+	ctx->n_file_set = 0;
 	a->kmod_fd = kmod_fd;
 	a->budget = set_bytes(a->set, a->n_set);
 	/* Never more than the container has on the tiers (when known). */
@@ -626,10 +667,15 @@ struct pt_action *pt_context_settle(struct pt_context *ctx)
 static void apply_offload(struct pt_context *ctx, struct pt_action *a)
 {
 	drop_wake_set(ctx);
+	drop_file_set(ctx);
 	ctx->wake_set = a->set;
 	ctx->n_wake_set = a->n_set;
 	a->set = NULL;
 	a->n_set = 0;
+	ctx->file_set = a->files;
+	ctx->n_file_set = a->n_files;
+	a->files = NULL;
+	a->n_files = 0;
 	ctx->n_offloads++;
 	ctx->offload_requested = (uint64_t)a->bytes;
 	ctx->last_offload_ms = a->ms;
@@ -645,16 +691,17 @@ static void apply_offload(struct pt_context *ctx, struct pt_action *a)
 static void apply_prefetch(struct pt_context *ctx, struct pt_action *a)
 {
 	ctx->prefetch_requested = (uint64_t)a->bytes;
+	ctx->prefetch_file_requested = a->file_bytes;
 	ctx->tier_prefetch_planned = a->tier_planned;
 	ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
 	pt_idle_wake_done(&ctx->idle);
 	if (ctx->hot_ok)
 		pt_hot_prefetched(&ctx->hot, (uint32_t)(PT_QUALITY_WINDOW_MS /
 				  (ctx->scan_interval_ms ? ctx->scan_interval_ms : 1000)));
-	pt_info("%s: wake: prefetched %llu MiB (tier staged %llu MiB, MADV_WILLNEED, %llu ms), %llu ms after the wake was seen",
+	pt_info("%s: wake: prefetched %llu MiB (tier staged %llu MiB, MADV_WILLNEED, %llu ms) and read ahead %llu MiB of mapped files, %llu ms after the wake was seen",
 		ctx->policy.name, (unsigned long long)(a->bytes >> 20),
 		(unsigned long long)(a->tier_planned >> 20), (unsigned long long)a->ms,
-		(unsigned long long)ctx->last_wake_ms);
+		(unsigned long long)(a->file_bytes >> 20), (unsigned long long)ctx->last_wake_ms);
 }
 
 static void apply_settle(struct pt_context *ctx, struct pt_action *a)
@@ -740,6 +787,7 @@ void pt_context_apply(struct pt_context *ctx, struct pt_action *a)
 	}
 	free_set(a->set, a->n_set);
 	free_set(a->keep, a->n_keep);
+	free_set(a->files, a->n_files);
 	for (int i = 0; i < a->n_scans; i++)
 		pt_proc_scan_free(&a->scans[i]);
 	free(a->scans);

@@ -36,6 +36,10 @@ struct pt_action {
 	bool keep_wake_set;
 	struct pt_proc_ranges *set;	/* offload: out; prefetch: in */
 	int n_set;
+	/* offload: out, prefetch: in: the pages of mapped files that were in memory */
+	struct pt_proc_ranges *files;
+	int n_files;
+	uint64_t file_bytes;		/* prefetch: file pages advised (in the container) */
 	/* offload: the idle working set, per process, normalized: never advised */
 	struct pt_proc_ranges *keep;
 	int n_keep;
@@ -83,6 +87,9 @@ struct pt_context {
 	/* Wake set: what was offloaded at idle, prefetched back on wake. */
 	struct pt_proc_ranges *wake_set;
 	int n_wake_set;
+	/* ... and the mapped-file pages it had in memory then, read back at wake too. */
+	struct pt_proc_ranges *file_set;
+	int n_file_set;
 
 	/* memory.low as found, restored when the daemon lets go of a critical container. */
 	char saved_memory_low[32];
@@ -120,6 +127,7 @@ struct pt_context {
 	uint64_t anon_at_idle;		/* memory.stat anon when it went idle */
 	uint64_t offload_requested;	/* bytes advised MADV_PAGEOUT, last idle */
 	uint64_t prefetch_requested;	/* bytes advised MADV_WILLNEED, last wake */
+	uint64_t prefetch_file_requested; /* ... of mapped files, last wake */
 	uint64_t prefetch_dropped;	/* bytes of unused prefetch dropped again, total */
 	uint64_t tier_prefetch_planned;	/* bytes the tiers staged for it, last wake */
 	uint64_t last_offload_ms;	/* how long the last offload call took */

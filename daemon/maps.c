@@ -25,7 +25,7 @@ enum pt_map_kind pt_maps_classify(const char *line, struct pt_range *r)
 		return PT_MAP_OTHER;
 	if (perms[3] == 'p') {
 		if (inode != 0)
-			return PT_MAP_OTHER;	/* private file mapping */
+			return path[0] == '/' ? PT_MAP_FILE : PT_MAP_OTHER;
 		if (path[0] && path[0] != '\n' && strncmp(path, "[heap]", 6) != 0 &&
 		    strncmp(path, "[stack]", 7) != 0 && strncmp(path, "[anon:", 6) != 0)
 			return PT_MAP_OTHER;	/* [vdso], [vvar], [vsyscall], ... */
@@ -38,6 +38,8 @@ enum pt_map_kind pt_maps_classify(const char *line, struct pt_range *r)
 	if (strncmp(path, "/dev/zero", 9) == 0 || strncmp(path, "/SYSV", 5) == 0 ||
 	    strncmp(path, "/memfd:", 7) == 0 || strncmp(path, "/dev/shm/", 9) == 0)
 		return PT_MAP_SHMEM;
+	if (inode != 0 && path[0] == '/')
+		return PT_MAP_FILE;	/* a shared file mapping (one on tmpfs holds shmem) */
 	return PT_MAP_OTHER;
 }
 

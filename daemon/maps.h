@@ -20,6 +20,7 @@ enum pt_map_kind {
 	PT_MAP_OTHER,		/* file mappings, special ones, inaccessible ones */
 	PT_MAP_ANON,		/* private anonymous memory: heap, stacks, anonymous mmap */
 	PT_MAP_SHMEM,		/* shared memory: shared anonymous, SysV shm, memfd, /dev/shm */
+	PT_MAP_FILE,		/* a mapped file: executables, libraries, data files */
 };
 
 /* Parses one maps line: its range into @r, and what it holds. Pure. */

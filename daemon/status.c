@@ -121,7 +121,8 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			",\"idle_periods\":%" PRIu64 ",\"idle_since_ms\":%" PRIu64
 			",\"anon_at_idle_bytes\":%" PRIu64 ",\"offloads\":%" PRIu64
 			",\"offload_requested_bytes\":%" PRIu64 ",\"wakes\":%" PRIu64
-			",\"prefetch_requested_bytes\":%" PRIu64 ",\"prefetch_dropped_bytes\":%" PRIu64
+			",\"prefetch_requested_bytes\":%" PRIu64 ",\"prefetch_file_bytes\":%" PRIu64
+			",\"prefetch_dropped_bytes\":%" PRIu64
 			",\"tier_prefetch_bytes\":%" PRIu64
 			",\"last_wake_ms\":%" PRIu64
 			",\"reclaimed_bytes\":%" PRIu64 ",\"preload_records\":%" PRIu64
@@ -137,7 +138,8 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			c->idle_saved, c->keep_bytes, c->tier_written, pt_context_write_amp(c),
 			pt_idle_cause_name(c->idle.cause), c->n_idle, c->idle.idle_since_ms,
 			c->anon_at_idle, c->n_offloads,
-			c->offload_requested, c->n_wakes, c->prefetch_requested, c->prefetch_dropped,
+			c->offload_requested, c->n_wakes, c->prefetch_requested,
+			c->prefetch_file_requested, c->prefetch_dropped,
 			c->tier_prefetch_planned, c->last_wake_ms,
 			c->reclaimed, c->preload_records, c->bpf_events[1], c->bpf_events[2],
 			c->bpf_events[3], c->bpf_events[4], c->tier_reads, c->scans, c->hot.refaults,

@@ -9,6 +9,13 @@
  * The report is one JSON line: {"bytes":N,"verified":N,"mismatches":N,"wake_ms":F,...}.
  * After reporting it idles again until SIGTERM, so its memory can be inspected.
  *
+ *   ptwork --size 64M --shm 32M --file DATA --ready FILE --report FILE
+ *
+ * Every kind of memory: besides SIZE of private anonymous memory, SHM of shared memory
+ * (half MAP_SHARED|MAP_ANONYMOUS, half a memfd) and the file DATA mapped and read whole
+ * (a file ptwork --make-file DATA --size N wrote); all verified on wake, and the report
+ * says how many major faults the verification took (pages the wake had not brought back).
+ *
  *   ptwork --size 1G --hot-pct 10 --ready FILE
  *
  * Hot-set mode: after the fill, it keeps reading the first PCT% of its memory (one word
@@ -23,7 +30,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +85,57 @@ static int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* Fills @n words at @m with the pattern of @seed. */
+static void fill(uint64_t *m, uint64_t n, uint64_t seed)
+{
+	for (uint64_t i = 0; i < n; i++)
+		m[i] = pattern(seed, i);
+}
+
+/* Words of @m that differ from the pattern; the first one's byte offset in *@first. */
+static uint64_t check(const uint64_t *m, uint64_t n, uint64_t seed, uint64_t *first)
+{
+	uint64_t bad = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		if (m[i] != pattern(seed, i)) {
+			if (*first == UINT64_MAX)
+				*first = i * sizeof(uint64_t);
+			bad++;
+		}
+	return bad;
+}
+
+static long majflt(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_majflt;
+}
+
+/* --make-file: writes @size bytes of the pattern of @seed to @path. */
+static int make_file(const char *path, uint64_t size, uint64_t seed)
+{
+	uint64_t buf[8192];
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	for (uint64_t w = 0; w < size / 8;) {
+		uint64_t n = size / 8 - w < 8192 ? size / 8 - w : 8192;
+
+		for (uint64_t i = 0; i < n; i++)
+			buf[i] = pattern(seed, w + i);
+		if (fwrite(buf, 8, n, f) != n) {
+			fclose(f);
+			return -1;
+		}
+		w += n;
+	}
+	return fclose(f);
+}
+
 static int write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -94,9 +155,14 @@ int main(int argc, char **argv)
 		{ "report", required_argument, NULL, 'o' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "hot-pct", required_argument, NULL, 'H' },
+		{ "shm", required_argument, NULL, 'm' },
+		{ "file", required_argument, NULL, 'f' },
+		{ "make-file", required_argument, NULL, 'F' },
 		{ 0 }
 	};
-	const char *ready = NULL, *report = NULL;
+	const char *ready = NULL, *report = NULL, *file = NULL, *make = NULL;
+	uint64_t shm_size = 0, file_size = 0, *shm_anon = NULL, *shm_fd = NULL, *fmap = NULL;
+	long flt0 = 0;
 	uint64_t size = 256ULL << 20, seed = 0x5eed, words, mismatches = 0, first_bad = UINT64_MAX;
 	long work_ms = 1000, hot_pct = 0;
 	struct sigaction sa = { 0 };
@@ -126,6 +192,18 @@ int main(int argc, char **argv)
 		case 'S':
 			seed = strtoull(optarg, NULL, 0);
 			break;
+		case 'm':
+			if (parse_size(optarg, &shm_size) || shm_size % (2 * 4096)) {
+				fprintf(stderr, "ptwork: bad --shm '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'F':
+			make = optarg;
+			break;
 		case 'H':
 			hot_pct = strtol(optarg, NULL, 10);
 			if (hot_pct < 1 || hot_pct > 100) {
@@ -138,6 +216,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (make)
+		return make_file(make, size, seed + 2) ? (perror("ptwork: --make-file"), 1) : 0;
 	sa.sa_handler = on_usr1;
 	sigaction(SIGUSR1, &sa, NULL);
 	sa.sa_handler = on_term;
@@ -173,8 +253,39 @@ int main(int argc, char **argv)
 				fputc(' ', stderr);
 		}
 	} else {
-		for (uint64_t i = 0; i < words; i++)
-			mem[i] = pattern(seed, i);
+		fill(mem, words, seed);
+	}
+	if (shm_size) {
+		int mfd = memfd_create("ptwork-shm", 0);
+
+		shm_anon = mmap(NULL, shm_size / 2, PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (mfd < 0 || ftruncate(mfd, (off_t)(shm_size / 2)))
+			shm_fd = MAP_FAILED;
+		else
+			shm_fd = mmap(NULL, shm_size / 2, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+		if (shm_anon == MAP_FAILED || shm_fd == MAP_FAILED) {
+			perror("ptwork: shared memory");
+			return 1;
+		}
+		fill(shm_anon, shm_size / 16, seed + 1);
+		fill(shm_fd, shm_size / 16, seed + 3);
+	}
+	if (file) {
+		struct stat st;
+		int ffd = open(file, O_RDONLY);
+
+		if (ffd < 0 || fstat(ffd, &st) || !st.st_size) {
+			perror("ptwork: --file");
+			return 1;
+		}
+		file_size = (uint64_t)st.st_size & ~7ULL;
+		fmap = mmap(NULL, file_size, PROT_READ, MAP_SHARED, ffd, 0);
+		if (fmap == MAP_FAILED) {
+			perror("ptwork: mmap --file");
+			return 1;
+		}
+		close(ffd);
 	}
 	if (hot_pct) {
 		uint64_t hot_words = words / 100 * (uint64_t)hot_pct, sum = 0;
@@ -204,6 +315,10 @@ int main(int argc, char **argv)
 	for (uint64_t sum = 0; now_ms() - t0 < (double)work_ms;) {
 		for (uint64_t i = 0; i < words; i += 512)
 			sum += mem[i];
+		for (uint64_t i = 0; i < shm_size / 16; i += 512)
+			sum += shm_anon[i] + shm_fd[i];
+		for (uint64_t i = 0; i < file_size / 8; i += 512)
+			sum += fmap[i];
 		if (sum == 42)
 			fputc(' ', stderr);
 	}
@@ -222,21 +337,28 @@ int main(int argc, char **argv)
 
 verify:
 	t0 = now_ms();
-	for (uint64_t i = 0; i < words; i++) {
-		if (mem[i] != pattern(seed, i)) {
-			if (first_bad == UINT64_MAX)
-				first_bad = i * sizeof(uint64_t);
-			mismatches++;
-		}
+	flt0 = majflt();
+	mismatches = check(mem, words, seed, &first_bad);
+	if (shm_size) {
+		uint64_t ignored = UINT64_MAX;
+
+		mismatches += check(shm_anon, shm_size / 16, seed + 1, &ignored);
+		mismatches += check(shm_fd, shm_size / 16, seed + 3, &ignored);
+	}
+	if (file) {
+		uint64_t ignored = UINT64_MAX;
+
+		mismatches += check(fmap, file_size / 8, seed + 2, &ignored);
 	}
 	t1 = now_ms();
 	snprintf(line, sizeof(line),
-		 "{\"pid\":%d,\"bytes\":%llu,\"verified\":%llu,\"mismatches\":%llu,\"first_bad_offset\":%lld,\"wake_ms\":%.1f,\"restore_mb_s\":%.1f}\n",
+		 "{\"pid\":%d,\"bytes\":%llu,\"verified\":%llu,\"mismatches\":%llu,\"first_bad_offset\":%lld,\"wake_ms\":%.1f,\"restore_mb_s\":%.1f,\"shm_bytes\":%llu,\"file_bytes\":%llu,\"major_faults\":%ld}\n",
 		 (int)getpid(), (unsigned long long)size,
-		 (unsigned long long)(size - mismatches * sizeof(uint64_t)),
+		 (unsigned long long)(size + shm_size + file_size - mismatches * sizeof(uint64_t)),
 		 (unsigned long long)mismatches,
 		 first_bad == UINT64_MAX ? -1LL : (long long)first_bad, t1 - t0,
-		 (double)size / (1 << 20) / ((t1 - t0) / 1e3));
+		 (double)(size + shm_size + file_size) / (1 << 20) / ((t1 - t0) / 1e3),
+		 (unsigned long long)shm_size, (unsigned long long)file_size, majflt() - flt0);
 	if (report ? write_file(report, line) : (fputs(line, stdout), 0)) {
 		perror("ptwork: report file");
 		return 1;

@@ -11,6 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "actuator.h"
 
 #define SIZE (64ULL << 20)
@@ -58,11 +63,109 @@ static void test_gone_process(void **state)
 	assert_int_equal(pt_proc_advise_paced(&pr, MADV_WILLNEED, 1 << 20), -ESRCH);
 }
 
+/* Which mappings a range list covers: private anonymous, shared memory, files. */
+static void test_ranges_by_kind(void **state)
+{
+	char *anon = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			  0);
+	char *shm = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct pt_proc_ranges pr;
+	bool a = false, s_ = false;
+
+	(void)state;
+	assert_true(anon != MAP_FAILED && shm != MAP_FAILED);
+	assert_int_equal(pt_proc_ranges_of(getpid(), PT_KIND_ANON, 0, &pr), 0);
+	for (int i = 0; i < pr.n; i++) {
+		a |= pr.r[i].start <= (uintptr_t)anon && (uintptr_t)anon < pr.r[i].start + pr.r[i].len;
+		assert_false(pr.r[i].start <= (uintptr_t)shm &&
+			     (uintptr_t)shm < pr.r[i].start + pr.r[i].len);
+	}
+	pt_proc_ranges_free(&pr);
+	assert_int_equal(pt_proc_ranges_of(getpid(), PT_KIND_SHMEM, 0, &pr), 0);
+	for (int i = 0; i < pr.n; i++)
+		s_ |= pr.r[i].start == (uintptr_t)shm && pr.r[i].len == 1 << 20;
+	pt_proc_ranges_free(&pr);
+	assert_true(a && s_);
+	munmap(anon, 1 << 20);
+	munmap(shm, 1 << 20);
+}
+
+/*
+ * The pages of a mapped file in memory: those touched at least (the kernel maps their
+ * neighbours in the page cache too: fault-around), never pages outside the mapping.
+ */
+static void test_file_resident(void **state)
+{
+	char path[] = "/tmp/pt-file-XXXXXX";
+	int fd = mkstemp(path);
+	struct pt_proc_ranges pr;
+	volatile char sum = 0;
+	uint64_t in_file = 0;
+	char *m;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 64 * 4096), 0);
+	m = mmap(NULL, 64 * 4096, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	for (int p = 0; p < 64; p += 2)
+		sum += m[p * 4096];	/* every other page */
+	assert_int_equal(pt_proc_file_resident(getpid(), 0, &pr), 0);
+	for (int i = 0; i < pr.n; i++) {
+		uint64_t s0 = pr.r[i].start, e0 = s0 + pr.r[i].len;
+		uint64_t lo = (uintptr_t)m, hi = lo + 64 * 4096;
+
+		if (e0 > lo && s0 < hi)
+			in_file += (e0 < hi ? e0 : hi) - (s0 > lo ? s0 : lo);
+	}
+	assert_true(in_file >= 32 * 4096 && in_file <= 64 * 4096);
+	pt_proc_ranges_free(&pr);
+	munmap(m, 64 * 4096);
+	close(fd);
+	unlink(path);
+	(void)sum;
+}
+
+/*
+ * The advice from a child that joins a cgroup first: the child writes "0" to the
+ * directory's cgroup.procs (here a plain file standing in for one), then advises.
+ */
+static void test_advise_in_cgroup(void **state)
+{
+	char dir[] = "/tmp/pt-cg-XXXXXX", procs[64], got[8] = { 0 };
+	char *mem = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			 0);
+	struct pt_range r = { .start = (uintptr_t)mem, .len = 1 << 20 };
+	struct pt_proc_ranges pr = { .pid = getpid(), .n = 1, .cap = 1, .r = &r };
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	/* Not a cgroup: the child cannot join it, and says why. */
+	assert_int_equal(pt_proc_advise_in_cgroup(dir, &pr, 1, MADV_WILLNEED), -ENOENT);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	fd = open(procs, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(pt_proc_advise_in_cgroup(dir, &pr, 1, MADV_WILLNEED), 1 << 20);
+	fd = open(procs, O_RDONLY);
+	assert_int_equal(read(fd, got, sizeof(got) - 1), 1);
+	assert_string_equal(got, "0");
+	close(fd);
+	assert_int_equal(pt_proc_advise_in_cgroup(dir, &pr, 0, MADV_WILLNEED), 0);
+	unlink(procs);
+	rmdir(dir);
+	munmap(mem, 1 << 20);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paced_advice),
 		cmocka_unit_test(test_gone_process),
+		cmocka_unit_test(test_ranges_by_kind),
+		cmocka_unit_test(test_file_resident),
+		cmocka_unit_test(test_advise_in_cgroup),
 	};
 
 	return cmocka_run_group_tests_name("actuator", tests, NULL, NULL);

@@ -51,6 +51,36 @@ static void test_not_anonymous(void **state)
 	       0, 0);
 }
 
+static void kind(const char *line, enum pt_map_kind want)
+{
+	struct pt_range r;
+
+	assert_int_equal(pt_maps_classify(line, &r), want);
+}
+
+static void test_classify(void **state)
+{
+	(void)state;
+	kind("7f0000000000-7f0010000000 rw-p 00000000 00:00 0 \n", PT_MAP_ANON);
+	kind("7f0000000000-7f0000100000 rw-s 00000000 00:01 1024   /dev/zero (deleted)\n",
+	     PT_MAP_SHMEM);
+	kind("7f0000000000-7f0000100000 rw-s 00000000 00:01 2048   /SYSV0000162e (deleted)\n",
+	     PT_MAP_SHMEM);
+	kind("7f0000000000-7f0000100000 rw-s 00000000 00:01 3      /memfd:pg-buffers (deleted)\n",
+	     PT_MAP_SHMEM);
+	kind("7f0000000000-7f0000100000 rw-s 00000000 00:19 77     /dev/shm/PostgreSQL.1234\n",
+	     PT_MAP_SHMEM);
+	kind("55d0bf400000-55d0bf428000 r-xp 00028000 fe:01 1311209  /usr/bin/python3.11\n",
+	     PT_MAP_FILE);
+	kind("7f0000000000-7f0000100000 r--s 00000000 fe:01 4242   /var/lib/db/data.mdb\n",
+	     PT_MAP_FILE);
+	kind("7ffd1c7fa000-7ffd1c7fc000 r-xp 00000000 00:00 0                  [vdso]\n",
+	     PT_MAP_OTHER);
+	kind("7f0000000000-7f0000100000 ---p 00000000 fe:01 4242   /usr/lib/libc.so.6\n",
+	     PT_MAP_OTHER);		/* a guard: nothing to read */
+	kind("garbage\n", PT_MAP_INVALID);
+}
+
 static void test_malformed(void **state)
 {
 	(void)state;
@@ -65,6 +95,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_anonymous_kinds),
 		cmocka_unit_test(test_not_anonymous),
+		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_malformed),
 	};
 

@@ -12,7 +12,8 @@ modprobe loop 2>/dev/null
 
 # Seconds a step may take before it counts as hung: about seven times what it took under TCG
 # on the 2-core build machine (events 4 s, scan 9, tier_log 35, tier 11, idle_wake 26,
-# hotness 84, packet_wake 11, preload_apps 87, real_servers 160, held to 900 s; the console
+# hotness 84, packet_wake 11, preload_apps 87, real_servers 160, held to 900 s, wake_kinds
+# 20; the console
 # shows each step's time).
 step_limit() {
 	case $1 in
@@ -21,6 +22,7 @@ step_limit() {
 	tier_log_test) echo 400 ;;
 	hotness | preload_apps) echo 600 ;;
 	real_servers) echo 900 ;;
+	wake_kinds) echo 300 ;;
 	*) echo 600 ;;
 	esac
 }
@@ -42,7 +44,7 @@ done
 
 # The end-to-end scenarios: real containers (cgroups), the daemon, swap on the tier.
 for e2e in idle_wake:e2e hotness:e2e-hotness packet_wake:e2e-packet-wake \
-	preload_apps:e2e-preload-apps real_servers:e2e-real-servers; do
+	preload_apps:e2e-preload-apps real_servers:e2e-real-servers wake_kinds:e2e-wake-kinds; do
 	name=${e2e%%:*}
 	pt_step "e2e: $name" "$(step_limit "$name")" "$out/${e2e#*:}.tap" \
 		python3 "$top/tests/e2e/$name.py" || rc=1
