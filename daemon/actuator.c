@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
+#include "grow.h"
 #include "log.h"
 
 #ifndef MADV_PAGEOUT
@@ -39,6 +41,58 @@ static ssize_t sys_process_madvise(int pidfd, const struct iovec *iov, size_t n,
 	return syscall(__NR_process_madvise, pidfd, iov, n, advice, 0);
 }
 
+int pt_proc_start_time(pid_t pid, uint64_t *start)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v;
+	int field = 2;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (pt_read_file(path, buf, sizeof(buf)) <= 0)
+		return -ESRCH;
+	/* The command name may hold spaces and parentheses: fields start after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -ESRCH;
+	for (p++; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 22 || sscanf(p, "%llu", &v) != 1)
+		return -ESRCH;
+	*start = v;
+	return 0;
+}
+
+bool pt_proc_in_cgroup(pid_t pid, const char *cgroup)
+{
+	char path[64], buf[PATH_MAX + 64], *line;
+	size_t n = strlen(cgroup);
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (pt_read_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	/* cgroup v2: the line "0::/path". */
+	for (line = buf; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line += 3;
+		return strncmp(line, cgroup, n) == 0 &&
+		       (line[n] == '\n' || line[n] == '\0' || line[n] == '/' ||
+			(n == 1 && cgroup[0] == '/'));
+	}
+	return false;
+}
+
+/* After pidfd_open(): the pid is pinned; is it still the process @pr was recorded for? */
+static bool same_process(const struct pt_proc_ranges *pr)
+{
+	uint64_t start;
+
+	if (pr->start && (pt_proc_start_time(pr->pid, &start) || start != pr->start))
+		return false;
+	return !pr->cgroup || pt_proc_in_cgroup(pr->pid, pr->cgroup);
+}
+
 void pt_proc_ranges_free(struct pt_proc_ranges *pr)
 {
 	free(pr->r);
@@ -51,15 +105,11 @@ static int ranges_add(struct pt_proc_ranges *out, struct pt_range r)
 		out->r[out->n - 1].len += r.len;
 		return 0;
 	}
-	if (out->n == out->cap) {
-		int cap = out->cap ? out->cap * 2 : 64;
-		struct pt_range *nr = realloc(out->r, (size_t)cap * sizeof(*nr));
+	size_t cap = (size_t)out->cap;
 
-		if (!nr)
-			return -ENOMEM;
-		out->r = nr;
-		out->cap = cap;
-	}
+	if (pt_grow((void **)&out->r, &cap, (size_t)out->n + 1, sizeof(*out->r)))
+		return -ENOMEM;
+	out->cap = (int)cap;
 	out->r[out->n++] = r;
 	return 0;
 }
@@ -79,6 +129,8 @@ int pt_proc_ranges_of(pid_t pid, unsigned int kinds, uint64_t max_bytes,
 
 	memset(out, 0, sizeof(*out));
 	out->pid = pid;
+	if (pt_proc_start_time(pid, &out->start))
+		return -ESRCH;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	fp = fopen(path, "re");
 	if (!fp)
@@ -114,6 +166,10 @@ int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice)
 	pidfd = sys_pidfd_open(pr->pid);
 	if (pidfd < 0)
 		return -errno;
+	if (!same_process(pr)) {
+		close(pidfd);
+		return -ESRCH;
+	}
 	while (i < pr->n) {
 		size_t n = 0, want = 0;
 		ssize_t got;
@@ -161,13 +217,14 @@ int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice)
 int pt_proc_file_resident(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *out)
 {
 	struct pt_proc_ranges maps;
-	uint64_t *pm, total = 0;
+	uint64_t *pm, total = 0, since;
 	char path[64];
 	int fd, rc;
 
 	memset(out, 0, sizeof(*out));
 	out->pid = pid;
 	rc = pt_proc_ranges_of(pid, PT_KIND_FILE, 0, &maps);
+	since = out->start = maps.start;
 	if (rc)
 		return rc;
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
@@ -208,6 +265,7 @@ out:
 	if (rc)
 		pt_proc_ranges_free(out);
 	out->pid = pid;
+	out->start = since;
 	return rc;
 }
 
@@ -254,7 +312,8 @@ static int join_cgroup(const char *cgdir, int depth)
 static int64_t advise_in_pieces(const struct pt_proc_ranges *pr, int advice, uint64_t piece)
 {
 	struct pt_range batch[PT_IOV_BATCH];
-	struct pt_proc_ranges one = { .pid = pr->pid, .r = batch, .cap = PT_IOV_BATCH };
+	struct pt_proc_ranges one = { .pid = pr->pid, .start = pr->start, .cgroup = pr->cgroup,
+				      .r = batch, .cap = PT_IOV_BATCH };
 	int64_t done = 0, got;
 
 	for (int i = 0; i < pr->n; i++)
@@ -372,7 +431,9 @@ int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64
 				.len = pr->r[i].len - off < PT_PACE_PIECE ? pr->r[i].len - off :
 									       PT_PACE_PIECE,
 			};
-			struct pt_proc_ranges one = { .pid = pr->pid, .n = 1, .cap = 1, .r = &piece };
+			struct pt_proc_ranges one = { .pid = pr->pid, .start = pr->start,
+						      .cgroup = pr->cgroup, .n = 1, .cap = 1,
+						      .r = &piece };
 			int64_t got = pt_proc_advise(&one, advice);
 			uint64_t due;
 

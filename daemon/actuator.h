@@ -7,17 +7,32 @@
 #ifndef PAGETIER_ACTUATOR_H
 #define PAGETIER_ACTUATOR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "maps.h"
 
+/*
+ * Ranges of one process. A pid is only a number, and numbers are reused: @start (the
+ * process's start time, pt_proc_start_time()) and @cgroup (its cgroup, "/a/b" as in
+ * /proc/PID/cgroup) say which process the ranges belong to; the advice checks both, through
+ * a pidfd that keeps the number from being reused meanwhile, and refuses (-ESRCH) a process
+ * that is not that one any more. 0 and NULL: not checked.
+ */
 struct pt_proc_ranges {
 	pid_t pid;
+	uint64_t start;
+	const char *cgroup;	/* owned by the caller, valid while it advises */
 	int n;
 	int cap;
 	struct pt_range *r;
 };
+
+/* @pid's start time (/proc/PID/stat field 22, clock ticks since boot): 0 or -ESRCH. */
+int pt_proc_start_time(pid_t pid, uint64_t *start);
+/* Whether @pid's cgroup (/proc/PID/cgroup, cgroup v2) is @cgroup or below it. */
+bool pt_proc_in_cgroup(pid_t pid, const char *cgroup);
 
 /* Bits of 1 << enum pt_map_kind (maps.h): which mappings a range list covers. */
 #define PT_KIND_ANON	(1U << PT_MAP_ANON)

@@ -159,6 +159,7 @@ static int walk(const char *root, char *rel, size_t rel_len, pt_cgroup_visit_fn 
 {
 	char path[PATH_MAX];
 	struct dirent *de;
+	int rc = 0;
 	DIR *d;
 
 	if (depth > 32)	/* deeper than any real hierarchy: refuse rather than recurse */
@@ -169,6 +170,7 @@ static int walk(const char *root, char *rel, size_t rel_len, pt_cgroup_visit_fn 
 		return -errno;
 	while ((de = readdir(d))) {
 		size_t n;
+		int r;
 
 		if (de->d_type != DT_DIR || de->d_name[0] == '.')
 			continue;
@@ -178,11 +180,17 @@ static int walk(const char *root, char *rel, size_t rel_len, pt_cgroup_visit_fn 
 		rel[rel_len] = '/';
 		memcpy(rel + rel_len + 1, de->d_name, n + 1);
 		fn(rel, de->d_ino, arg);
-		walk(root, rel, rel_len + 1 + n, fn, arg, depth + 1);
+		/*
+		 * A cgroup removed while we walk is normal; anything else (out of descriptors)
+		 * means the walk missed part of the tree, which the caller must know.
+		 */
+		r = walk(root, rel, rel_len + 1 + n, fn, arg, depth + 1);
+		if (r && r != -ENOENT && !rc)
+			rc = r;
 		rel[rel_len] = '\0';
 	}
 	closedir(d);
-	return 0;
+	return rc;
 }
 
 int pt_cgroup_walk(const char *root, pt_cgroup_visit_fn fn, void *arg)

@@ -19,7 +19,11 @@ struct pt_cgroup_sample {
 	uint64_t swapcached;		/* memory.stat swapcached: in swap and still in memory */
 };
 
-/* Calls @fn for every cgroup below @root (not @root itself), with "/a/b" and its id. */
+/*
+ * Calls @fn for every cgroup below @root (not @root itself), with "/a/b" and its id.
+ * Returns 0, or the first error other than a cgroup vanishing meanwhile: then part of the
+ * tree was not visited.
+ */
 typedef void (*pt_cgroup_visit_fn)(const char *relpath, uint64_t id, void *arg);
 int pt_cgroup_walk(const char *root, pt_cgroup_visit_fn fn, void *arg);
 

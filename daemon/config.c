@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "grow.h"
+
 /* Policy keys a section set, so that [defaults] fills only the others. */
 enum {
 	SET_IDLE = 1 << 0,
@@ -69,6 +71,7 @@ void pt_config_free(struct pt_config *cfg)
 	free(cfg->policies);
 	cfg->policies = NULL;
 	cfg->n_policies = 0;
+	cfg->cap_policies = 0;
 }
 
 const char *pt_class_name(enum pt_class c)
@@ -468,14 +471,12 @@ static int policy_handler(struct parse_state *st, const char *section, const cha
 		return 0;
 	}
 	if (!p) {
-		struct pt_policy *n = realloc(cfg->policies, (cfg->n_policies + 1) * sizeof(*n));
-
-		if (!n) {
+		if (pt_grow((void **)&cfg->policies, &cfg->cap_policies, cfg->n_policies + 1,
+			    sizeof(*cfg->policies))) {
 			add_error(st, "out of memory");
 			return 0;
 		}
-		cfg->policies = n;
-		p = &n[cfg->n_policies++];
+		p = &cfg->policies[cfg->n_policies++];
 		policy_builtin_defaults(p);
 		snprintf(p->name, sizeof(p->name), "%s", section);
 		snprintf(p->source, sizeof(p->source), "%s:%d", st->path, st->section_line);
@@ -613,7 +614,7 @@ int pt_config_load(struct pt_config *cfg, const char *dir, bool check_perms, cha
 {
 	char path[PATH_MAX], ddir[PATH_MAX];
 	char **names = NULL;
-	size_t n_names = 0;
+	size_t n_names = 0, cap_names = 0;
 	struct dirent *de;
 	struct stat sb;
 	DIR *d;
@@ -644,16 +645,13 @@ int pt_config_load(struct pt_config *cfg, const char *dir, bool check_perms, cha
 		rc = -EPERM;
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
-		char **nn;
 
 		if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".conf"))
 			continue;
-		nn = realloc(names, (n_names + 1) * sizeof(*names));
-		if (!nn) {
+		if (pt_grow((void **)&names, &cap_names, n_names + 1, sizeof(*names))) {
 			rc = -ENOMEM;
 			break;
 		}
-		names = nn;
 		names[n_names] = strdup(de->d_name);
 		if (!names[n_names]) {
 			rc = -ENOMEM;

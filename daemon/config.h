@@ -65,6 +65,7 @@ struct pt_config {
 	enum pt_log_level log_level;
 	struct pt_policy *policies;
 	size_t n_policies;
+	size_t cap_policies;
 };
 
 /* Fills @cfg with built-in defaults (no policies). */

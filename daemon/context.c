@@ -146,8 +146,30 @@ static void free_set(struct pt_proc_ranges *set, int n)
 	free(set);
 }
 
-static struct pt_action *new_action(struct pt_context *ctx, enum pt_job_kind kind,
-				    void (*run)(struct pt_job *))
+static void run_offload(struct pt_job *job);
+static void run_prefetch(struct pt_job *job);
+static void run_settle(struct pt_job *job);
+static void run_scan(struct pt_job *job);
+static void run_cold(struct pt_job *job);
+static void run_trim(struct pt_job *job);
+static void apply_offload(struct pt_context *ctx, struct pt_action *a);
+static void apply_prefetch(struct pt_context *ctx, struct pt_action *a);
+static void apply_settle(struct pt_context *ctx, struct pt_action *a);
+static void apply_scan(struct pt_context *ctx, struct pt_action *a);
+static void apply_cold(struct pt_context *ctx, struct pt_action *a);
+static void apply_trim(struct pt_context *ctx, struct pt_action *a);
+
+/* Each kind of action: what runs in a worker, what its result does to the context. */
+static const struct pt_action_ops action_ops[] = {
+	[PT_JOB_OFFLOAD] = { "offload", run_offload, apply_offload },
+	[PT_JOB_PREFETCH] = { "prefetch", run_prefetch, apply_prefetch },
+	[PT_JOB_SETTLE] = { "settle", run_settle, apply_settle },
+	[PT_JOB_SCAN] = { "scan", run_scan, apply_scan },
+	[PT_JOB_COLD] = { "cold offload", run_cold, apply_cold },
+	[PT_JOB_TRIM] = { "trim", run_trim, apply_trim },
+};
+
+static struct pt_action *new_action(struct pt_context *ctx, enum pt_job_kind kind)
 {
 	struct pt_action *a = calloc(1, sizeof(*a));
 
@@ -155,13 +177,44 @@ static struct pt_action *new_action(struct pt_context *ctx, enum pt_job_kind kin
 		pt_err("%s: out of memory for an action", ctx->policy.name);
 		return NULL;
 	}
-	a->job.run = run;
+	a->job.run = action_ops[kind].run;
 	a->kind = kind;
 	a->cgroup_id = ctx->cgroup_id;
 	snprintf(a->name, sizeof(a->name), "%s", ctx->policy.name);
 	snprintf(a->dir, sizeof(a->dir), "%s", ctx->dir);
+	snprintf(a->relpath, sizeof(a->relpath), "%s", ctx->relpath);
 	ctx->busy = true;
 	return a;
+}
+
+/*
+ * Worker thread: the processes of the action's cgroup, into *@pids (malloc'd); their count,
+ * or a negative errno also left in a->rc.
+ */
+static int action_pids(struct pt_action *a, pid_t **pids)
+{
+	int n;
+
+	*pids = calloc(PT_MAX_PIDS, sizeof(**pids));
+	if (!*pids)
+		return a->rc = -ENOMEM;
+	n = pt_cgroup_pids(a->dir, *pids, PT_MAX_PIDS);
+	if (n < 0) {
+		free(*pids);
+		*pids = NULL;
+		a->rc = n;
+	}
+	return n;
+}
+
+/*
+ * Ranges recorded earlier (at idle, by the model) are for the processes of this cgroup: the
+ * advice checks that each pid still is the process it was and still lives there.
+ */
+static void owned_by(const struct pt_action *a, struct pt_proc_ranges *set, int n)
+{
+	for (int i = 0; i < n; i++)
+		set[i].cgroup = a->relpath;
 }
 
 /* The keep ranges of @pid in @a, or NULL. */
@@ -205,19 +258,11 @@ static void run_offload(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
 	uint64_t t0 = pt_now_ms(), done = 0;
-	pid_t *pids = calloc(PT_MAX_PIDS, sizeof(*pids));
-	int n;
+	pid_t *pids;
+	int n = action_pids(a, &pids);
 
-	if (!pids) {
-		a->rc = -ENOMEM;
+	if (n < 0)
 		return;
-	}
-	n = pt_cgroup_pids(a->dir, pids, PT_MAX_PIDS);
-	if (n < 0) {
-		a->rc = n;
-		free(pids);
-		return;
-	}
 	a->set = calloc(n ? (size_t)n : 1, sizeof(*a->set));
 	a->files = calloc(n ? (size_t)n : 1, sizeof(*a->files));
 	if (!a->set || !a->files) {
@@ -250,6 +295,7 @@ static void run_offload(struct pt_job *job)
 			continue;	/* exited meanwhile */
 		if (advisable(a, pr, a->budget - done))
 			continue;
+		pr->cgroup = a->relpath;
 		got = pt_proc_advise_paced(pr, MADV_PAGEOUT, a->rate);
 		if (got < 0) {
 			pt_proc_ranges_free(pr);
@@ -281,6 +327,8 @@ static void run_prefetch(struct pt_job *job)
 	int64_t got;
 	int rc;
 
+	owned_by(a, a->files, a->n_files);
+	owned_by(a, a->set, a->n_set);
 	rc = pt_advise_child_start(&files, a->dir, a->files, a->n_files, MADV_WILLNEED);
 	if (rc)
 		pt_warn("%s: readahead of its mapped files: %s", a->name, strerror(-rc));
@@ -342,19 +390,11 @@ static void run_scan(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
 	uint64_t t0 = pt_now_ms();
-	pid_t *pids = calloc(PT_MAX_PIDS, sizeof(*pids));
-	int n;
+	pid_t *pids;
+	int n = action_pids(a, &pids);
 
-	if (!pids) {
-		a->rc = -ENOMEM;
+	if (n < 0)
 		return;
-	}
-	n = pt_cgroup_pids(a->dir, pids, PT_MAX_PIDS);
-	if (n < 0) {
-		a->rc = n;
-		free(pids);
-		return;
-	}
 	a->scans = calloc(n ? (size_t)n : 1, sizeof(*a->scans));
 	if (!a->scans) {
 		a->rc = -ENOMEM;
@@ -362,13 +402,17 @@ static void run_scan(struct pt_job *job)
 		return;
 	}
 	for (int i = 0; i < n; i++) {
-		int rc = pt_scan_process(a->scanner, a->kmod_fd, pids[i], a->chunk_shift,
-					 &a->scans[a->n_scans]);
+		struct pt_proc_scan *ps = &a->scans[a->n_scans];
+		uint64_t start;
 
-		if (rc == 0)
+		/* Which process this pid is, before its pages are read: the model keys on both. */
+		if (pt_proc_start_time(pids[i], &start) == 0 &&
+		    pt_scan_process(a->scanner, a->kmod_fd, pids[i], a->chunk_shift, ps) == 0) {
+			ps->start = start;
 			a->n_scans++;
-		else
-			pt_proc_scan_free(&a->scans[a->n_scans]);	/* exited meanwhile */
+		} else {
+			pt_proc_scan_free(ps);	/* exited meanwhile */
+		}
 	}
 	free(pids);
 	a->ms = pt_now_ms() - t0;
@@ -381,7 +425,7 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
 
 	if (!ctx->hot_ok || ctx->busy || ctx->policy.class == PT_CLASS_CRITICAL)
 		return NULL;
-	a = new_action(ctx, PT_JOB_SCAN, run_scan);
+	a = new_action(ctx, PT_JOB_SCAN);
 	if (a) {
 		a->scanner = scanner;
 		a->kmod_fd = kmod_fd;
@@ -431,6 +475,7 @@ static void run_cold(struct pt_job *job)
 
 	if (pt_cgroup_read_key(a->dir, "memory.stat", "swapcached", &sc_before))
 		sc_before = UINT64_MAX;	/* a kernel without it: nothing to measure */
+	owned_by(a, a->set, a->n_set);
 	for (int i = 0; i < a->n_set; i++) {
 		int64_t got = pt_proc_advise(&a->set[i], MADV_PAGEOUT);
 
@@ -495,7 +540,7 @@ struct pt_action *pt_context_trim_prefetch(struct pt_context *ctx)
 	ctx->hot.unused_prefetched = 0;
 	if (ctx->sample.swapcached < (1ULL << 20))
 		return NULL;
-	a = new_action(ctx, PT_JOB_TRIM, run_trim);
+	a = new_action(ctx, PT_JOB_TRIM);
 	if (a)
 		a->budget = bytes < ctx->sample.swapcached ? bytes : ctx->sample.swapcached;
 	return a;
@@ -509,7 +554,7 @@ struct pt_action *pt_context_cold_ids(struct pt_context *ctx, uint64_t *ids, siz
 		free(ids);
 		return NULL;
 	}
-	a = new_action(ctx, PT_JOB_COLD, run_cold);
+	a = new_action(ctx, PT_JOB_COLD);
 	if (!a) {
 		free(ids);
 		return NULL;
@@ -566,7 +611,7 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate)
 		free(keep);
 		return NULL;
 	}
-	a = new_action(ctx, PT_JOB_OFFLOAD, run_offload);
+	a = new_action(ctx, PT_JOB_OFFLOAD);
 	if (!a) {
 		free(keep);
 		return NULL;
@@ -612,7 +657,7 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 		pt_idle_wake_done(&ctx->idle);
 		return NULL;
 	}
-	a = new_action(ctx, PT_JOB_PREFETCH, run_prefetch);
+	a = new_action(ctx, PT_JOB_PREFETCH);
 	if (!a)
 		return NULL;
 	a->rate = rate;
@@ -658,7 +703,7 @@ struct pt_action *pt_context_settle(struct pt_context *ctx)
 	if (ctx->settle_passes <= 0 || ctx->busy || ctx->policy.class == PT_CLASS_CRITICAL)
 		return NULL;
 	ctx->settle_passes--;
-	a = new_action(ctx, PT_JOB_SETTLE, run_settle);
+	a = new_action(ctx, PT_JOB_SETTLE);
 	if (a)
 		a->budget = settle_target(ctx);
 	return a;
@@ -706,11 +751,6 @@ static void apply_prefetch(struct pt_context *ctx, struct pt_action *a)
 
 static void apply_settle(struct pt_context *ctx, struct pt_action *a)
 {
-	if (a->rc) {
-		pt_warn("%s: memory.reclaim failed: %s", ctx->policy.name, strerror(-a->rc));
-		ctx->settle_passes = 0;
-		return;
-	}
 	ctx->reclaimed += (uint64_t)a->bytes;
 	ctx->sample.memory_current = a->resident_after;
 	if (a->resident_after <= settle_target(ctx) + PT_SETTLE_SLACK)
@@ -729,7 +769,7 @@ static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 	uint64_t now = pt_now_ms(), fresh;
 	int refaults;
 
-	if (a->rc || !ctx->hot_ok)
+	if (!ctx->hot_ok)
 		return;
 	refaults = pt_hot_apply_scans(&ctx->hot, a->scans, a->n_scans);
 	ctx->scans++;
@@ -751,6 +791,8 @@ static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 
 static void apply_cold(struct pt_context *ctx, struct pt_action *a)
 {
+	if (!ctx->hot_ok)
+		return;
 	pt_hot_evicted(&ctx->hot, a->ids, a->n_ids);
 	ctx->hot.cold_offloaded += a->n_ids;
 	ctx->cold_offloaded_bytes += (uint64_t)a->bytes;
@@ -770,20 +812,11 @@ void pt_context_apply(struct pt_context *ctx, struct pt_action *a)
 {
 	if (ctx) {
 		ctx->busy = false;
-		if (a->kind == PT_JOB_OFFLOAD && a->rc)
-			pt_warn("%s: offload failed: %s", ctx->policy.name, strerror(-a->rc));
-		else if (a->kind == PT_JOB_OFFLOAD)
-			apply_offload(ctx, a);
-		else if (a->kind == PT_JOB_PREFETCH)
-			apply_prefetch(ctx, a);
-		else if (a->kind == PT_JOB_SCAN)
-			apply_scan(ctx, a);
-		else if (a->kind == PT_JOB_COLD && ctx->hot_ok)
-			apply_cold(ctx, a);
-		else if (a->kind == PT_JOB_SETTLE)
-			apply_settle(ctx, a);
-		else if (a->kind == PT_JOB_TRIM)
-			apply_trim(ctx, a);
+		if (a->rc && a->rc != -ESRCH)
+			pt_warn("%s: %s failed: %s", ctx->policy.name, action_ops[a->kind].name,
+				strerror(-a->rc));
+		else
+			action_ops[a->kind].apply(ctx, a);
 	}
 	free_set(a->set, a->n_set);
 	free_set(a->keep, a->n_keep);

@@ -30,7 +30,8 @@ struct pt_action {
 	enum pt_job_kind kind;
 	uint64_t cgroup_id;
 	char name[PT_NAME_MAX];
-	char dir[PATH_MAX];
+	char dir[PATH_MAX];		/* the cgroup's directory */
+	char relpath[PATH_MAX];		/* ... as /proc/PID/cgroup names it: which processes */
 	uint64_t budget;		/* offload: bytes at most; settle: resident floor */
 	uint64_t rate;			/* offload, prefetch: bytes/s at most, 0: no limit */
 	bool keep_wake_set;
@@ -61,6 +62,15 @@ struct pt_action {
 	/* cold offload: the chunks advised, for the model once done */
 	uint64_t *ids;
 	size_t n_ids;
+};
+
+struct pt_context;
+
+/* What a kind of action does: its run (a worker thread) and its apply (the loop thread). */
+struct pt_action_ops {
+	const char *name;
+	void (*run)(struct pt_job *job);
+	void (*apply)(struct pt_context *ctx, struct pt_action *a);
 };
 
 struct pt_context {

@@ -2,6 +2,8 @@
 #include "hotness.h"
 
 #include <errno.h>
+
+#include "grow.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,19 +119,34 @@ void pt_hot_chunk_addr(const struct pt_hot *h, uint64_t id, int *slot, uint64_t 
 	*addr = (id & ((1ULL << PT_HOT_ADDR_BITS) - 1)) << h->chunk_shift;
 }
 
-static int slot_of(struct pt_hot *h, pid_t pid, bool add)
+static void forget_slot(struct pt_hot *h, int i)
+{
+	pt_mq_remove_range(h->mq, pt_hot_chunk_id(h, i, 0),
+			   pt_hot_chunk_id(h, i, ~0ULL >> (64 - PT_HOT_ADDR_BITS - h->chunk_shift)));
+	h->pids[i] = 0;
+	h->starts[i] = 0;
+}
+
+static int slot_of(struct pt_hot *h, pid_t pid, uint64_t start, bool add)
 {
 	int free_slot = -1;
 
 	for (int i = 0; i < PT_HOT_MAX_PROCS; i++) {
-		if (h->pids[i] == pid)
-			return i;
+		if (h->pids[i] == pid) {
+			if (h->starts[i] == start || !start || !h->starts[i])
+				return i;
+			/* The number was reused: the old process's chunks are not this one's. */
+			forget_slot(h, i);
+			free_slot = i;
+			break;
+		}
 		if (!h->pids[i] && free_slot < 0)
 			free_slot = i;
 	}
 	if (!add || free_slot < 0)
 		return -ENOSPC;
 	h->pids[free_slot] = pid;
+	h->starts[free_slot] = start;
 	return free_slot;
 }
 
@@ -162,7 +179,7 @@ int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n
 	int refaults = 0;
 
 	for (int p = 0; p < n; p++) {
-		int slot = slot_of(h, scans[p].pid, true);
+		int slot = slot_of(h, scans[p].pid, scans[p].start, true);
 
 		if (slot < 0)
 			continue;	/* more processes than slots: the rest go unmodelled */
@@ -193,14 +210,9 @@ int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n
 		}
 	}
 	/* Processes that did not show up have exited: forget their chunks. */
-	for (int i = 0; i < PT_HOT_MAX_PROCS; i++) {
-		if (h->pids[i] && !alive[i]) {
-			pt_mq_remove_range(h->mq, pt_hot_chunk_id(h, i, 0),
-					   pt_hot_chunk_id(h, i, ~0ULL >> (64 - PT_HOT_ADDR_BITS -
-									    h->chunk_shift)));
-			h->pids[i] = 0;
-		}
-	}
+	for (int i = 0; i < PT_HOT_MAX_PROCS; i++)
+		if (h->pids[i] && !alive[i])
+			forget_slot(h, i);
 	h->ep_accessed = accessed;
 	h->ep_fresh = fresh;
 	pt_mq_epoch(h->mq);
@@ -461,6 +473,7 @@ int pt_hot_ranges(const struct pt_hot *h, const uint64_t *ids, size_t n,
 {
 	struct pt_proc_ranges *pr = NULL;
 	uint64_t chunk = 1ULL << h->chunk_shift;
+	size_t cap_pr = 0;
 	int np = 0;
 
 	*out = NULL;
@@ -476,27 +489,23 @@ int pt_hot_ranges(const struct pt_hot *h, const uint64_t *ids, size_t n,
 			if (pr[j].pid == h->pids[slot])
 				p = &pr[j];
 		if (!p) {
-			struct pt_proc_ranges *npr = realloc(pr, (size_t)(np + 1) * sizeof(*pr));
-
-			if (!npr)
+			if (pt_grow((void **)&pr, &cap_pr, (size_t)np + 1, sizeof(*pr)))
 				goto nomem;
-			pr = npr;
 			p = &pr[np++];
 			memset(p, 0, sizeof(*p));
 			p->pid = h->pids[slot];
+			p->start = h->starts[slot];
 		}
 		if (p->n && p->r[p->n - 1].start + p->r[p->n - 1].len == addr) {
 			p->r[p->n - 1].len += chunk;	/* adjacent: one larger range */
 			continue;
 		}
-		if (p->n == p->cap) {
-			int cap = p->cap ? p->cap * 2 : 64;
-			struct pt_range *nr = realloc(p->r, (size_t)cap * sizeof(*nr));
+		{
+			size_t cap = (size_t)p->cap;
 
-			if (!nr)
+			if (pt_grow((void **)&p->r, &cap, (size_t)p->n + 1, sizeof(*p->r)))
 				goto nomem;
-			p->r = nr;
-			p->cap = cap;
+			p->cap = (int)cap;
 		}
 		p->r[p->n].start = addr;
 		p->r[p->n].len = chunk;

@@ -53,6 +53,7 @@ struct pt_hot {
 	struct pt_mq *mq;
 	unsigned int chunk_shift;
 	pid_t pids[PT_HOT_MAX_PROCS];	/* slot -> pid, 0 = free */
+	uint64_t starts[PT_HOT_MAX_PROCS]; /* slot -> its start time: which process that was */
 	uint64_t epochs;
 
 	/* Chunks refaulted since the last wake: part of the next wake set. */

@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "log.h"
 
 int pt_kmod_open(void)
@@ -140,6 +141,7 @@ static int cmp_usage(const void *a, const void *b)
 int pt_kmod_usage_snapshot(int fd, struct pt_kmod_usage **out)
 {
 	struct pt_kmod_usage *u = NULL;
+	size_t cap = 0;
 	uint32_t ids[16];
 	int nt = pt_kmod_list_tiers(ids, 16), n = 0;
 
@@ -148,18 +150,15 @@ int pt_kmod_usage_snapshot(int fd, struct pt_kmod_usage **out)
 		return nt;
 	for (int t = 0; t < nt; t++) {
 		struct pagetier_cgroup_stat *st;
-		struct pt_kmod_usage *nu;
 		int k = pt_kmod_cgroup_stats(fd, ids[t], &st);
 
 		if (k <= 0)
 			continue;	/* destroyed meanwhile, or empty */
-		nu = realloc(u, (size_t)(n + k) * sizeof(*u));
-		if (!nu) {
+		if (pt_grow((void **)&u, &cap, (size_t)(n + k), sizeof(*u))) {
 			free(st);
 			free(u);
 			return -ENOMEM;
 		}
-		u = nu;
 		for (int i = 0; i < k; i++)
 			u[n++] = (struct pt_kmod_usage){
 				.cgroup_id = st[i].cgroup_id,

@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 
 #include "cgroup.h"
+#include "grow.h"
 #include "pagetier.h"
 
 #define PT_PAGE_SHIFT 12
@@ -36,13 +37,12 @@ static struct pt_chunk_scan *chunk_at(struct pt_proc_scan *out, uint64_t addr)
 	if (out->n && out->chunks[out->n - 1].addr == addr)
 		return &out->chunks[out->n - 1];
 	if (out->n == out->cap) {
-		uint32_t cap = out->cap ? out->cap * 2 : 256;
-		struct pt_chunk_scan *c = realloc(out->chunks, (size_t)cap * sizeof(*c));
+		size_t cap = out->cap;
 
-		if (!c)
+		if (cap >= UINT32_MAX / 2 ||
+		    pt_grow((void **)&out->chunks, &cap, (size_t)out->n + 1, sizeof(*out->chunks)))
 			return NULL;
-		out->chunks = c;
-		out->cap = cap;
+		out->cap = (uint32_t)cap;
 	}
 	memset(&out->chunks[out->n], 0, sizeof(out->chunks[0]));
 	out->chunks[out->n].addr = addr;
@@ -212,15 +212,9 @@ static void add_ref(uint64_t start, uint64_t end, uint64_t kb, void *arg)
 
 	if (!kb)
 		return;
-	if (rl->n == rl->cap) {
-		size_t cap = rl->cap ? rl->cap * 2 : 64;
-		void *m = realloc(rl->m, cap * sizeof(*rl->m));
-
-		if (!m)
-			return;	/* under-reporting reads only makes the fallback less eager */
-		rl->m = m;
-		rl->cap = cap;
-	}
+	/* On failure, under-reporting reads only makes the fallback less eager. */
+	if (pt_grow((void **)&rl->m, &rl->cap, rl->n + 1, sizeof(*rl->m)))
+		return;
 	rl->m[rl->n].start = start;
 	rl->m[rl->n].end = end;
 	rl->m[rl->n].kb = kb;

@@ -32,6 +32,7 @@ struct pt_chunk_scan {
 
 struct pt_proc_scan {
 	pid_t pid;
+	uint64_t start;		/* the process's start time: which process @pid was */
 	struct pt_chunk_scan *chunks;
 	uint32_t n;
 	uint32_t cap;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "victims.h"
 
+#include "grow.h"
+
 #include <errno.h>
 #include <stdlib.h>
 
@@ -53,19 +55,13 @@ int pt_victims_pick(const struct pt_victim_source *src, int n_src, uint64_t need
 		for (int i = 0; i < k && budget >= chunk; i++) {
 			struct pt_mq_chunk info;
 
+			/* Its last access, not the model's demotions: "unused for N epochs". */
 			if (pt_mq_lookup(h->mq, ids[i], &info) ||
-			    info.stamp + min_cold_epochs >= st.now)
+			    info.last_access + min_cold_epochs >= st.now)
 				continue;	/* used too recently */
-			if (n == cap) {
-				size_t ncap = cap ? cap * 2 : 1024;
-				struct cand *nc = realloc(c, ncap * sizeof(*nc));
-
-				if (!nc) {
-					free(ids);
-					goto nomem;
-				}
-				c = nc;
-				cap = ncap;
+			if (pt_grow((void **)&c, &cap, n + 1, sizeof(*c))) {
+				free(ids);
+				goto nomem;
 			}
 			c[n++] = (struct cand){ .source = s, .idle = src[s].idle, .queue = info.queue,
 						.stamp = info.stamp, .chunk = ids[i] };

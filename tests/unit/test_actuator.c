@@ -158,6 +158,35 @@ static void test_advise_in_cgroup(void **state)
 	munmap(mem, 1 << 20);
 }
 
+/* A pid is only a number: the advice checks it is still the process it was recorded for. */
+static void test_recycled_pid_refused(void **state)
+{
+	char *mem = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			 0);
+	struct pt_range r = { .start = (uintptr_t)mem, .len = 1 << 20 };
+	struct pt_proc_ranges pr = { .pid = getpid(), .n = 1, .cap = 1, .r = &r };
+	uint64_t start;
+
+	(void)state;
+	assert_int_equal(pt_proc_start_time(getpid(), &start), 0);
+	assert_true(start > 0);
+	/* Recorded for another process that had this pid (another start time): refused. */
+	pr.start = start + 1;
+	assert_int_equal(pt_proc_advise(&pr, MADV_WILLNEED), -ESRCH);
+	assert_int_equal(pt_proc_advise_paced(&pr, MADV_WILLNEED, 1 << 30), -ESRCH);
+	pr.start = start;
+	assert_int_equal(pt_proc_advise(&pr, MADV_WILLNEED), 1 << 20);
+	/* A process that moved out of the container's cgroup: refused too. */
+	pr.cgroup = "/no/such/container";
+	assert_false(pt_proc_in_cgroup(getpid(), pr.cgroup));
+	assert_int_equal(pt_proc_advise(&pr, MADV_WILLNEED), -ESRCH);
+	pr.cgroup = "/";
+	assert_true(pt_proc_in_cgroup(getpid(), "/"));
+	assert_int_equal(pt_proc_advise(&pr, MADV_WILLNEED), 1 << 20);
+	assert_int_equal(pt_proc_start_time(0x3fffffff, &start), -ESRCH);
+	munmap(mem, 1 << 20);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -166,6 +195,7 @@ int main(void)
 		cmocka_unit_test(test_ranges_by_kind),
 		cmocka_unit_test(test_file_resident),
 		cmocka_unit_test(test_advise_in_cgroup),
+		cmocka_unit_test(test_recycled_pid_refused),
 	};
 
 	return cmocka_run_group_tests_name("actuator", tests, NULL, NULL);

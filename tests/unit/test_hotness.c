@@ -401,6 +401,39 @@ static void test_backoff_on_refaults(void **state)
 	pt_hot_free(&h);
 }
 
+/* A pid seen again with another start time is another process: its chunks are not the old one's. */
+static void test_reused_pid_is_another_process(void **state)
+{
+	struct pt_hot h;
+	struct pt_proc_scan ps = { .pid = 77, .start = 1000 };
+	struct pt_proc_ranges *pr;
+	struct pt_mq_stats st;
+	uint64_t id;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	ps.chunks = calloc(1, sizeof(*ps.chunks));
+	ps.n = 1;
+	ps.chunks[0].addr = BASE;
+	ps.chunks[0].present = ps.chunks[0].accessed = 16;
+	assert_true(pt_hot_apply_scans(&h, &ps, 1) >= 0);
+	id = pt_hot_chunk_id(&h, 0, BASE);
+	assert_int_equal(pt_hot_ranges(&h, &id, 1, &pr), 1);
+	assert_int_equal(pr[0].pid, 77);
+	assert_int_equal(pr[0].start, 1000);	/* the advice will check it is still that one */
+	pt_proc_ranges_free(&pr[0]);
+	free(pr);
+	/* Same pid, later start: the model forgets the old process's chunk. */
+	ps.start = 2000;
+	ps.chunks[0].addr = BASE + 4 * CHUNK;
+	assert_true(pt_hot_apply_scans(&h, &ps, 1) >= 0);
+	pt_mq_get_stats(h.mq, &st);
+	assert_int_equal(st.resident, 1);
+	assert_int_equal(h.starts[0], 2000);
+	pt_proc_scan_free(&ps);
+	pt_hot_free(&h);
+}
+
 static void test_exited_process_forgotten(void **state)
 {
 	struct pt_hot h;
@@ -528,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_keep_set_and_wake_set),
 		cmocka_unit_test(test_cold_by_last_access),
 		cmocka_unit_test(test_backoff_on_refaults),
+		cmocka_unit_test(test_reused_pid_is_another_process),
 		cmocka_unit_test(test_exited_process_forgotten),
 		cmocka_unit_test(test_fold_pagemap),
 		cmocka_unit_test(test_fold_bitmaps),

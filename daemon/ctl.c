@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "ctl.h"
+
+#include <string.h>
+
+#include "status.h"
+
+static void containers(struct pt_manager *m, FILE *out)
+{
+	for (size_t i = 0; i < m->cfg.n_policies; i++) {
+		const struct pt_policy *p = &m->cfg.policies[i];
+		int running = 0;
+
+		for (size_t j = 0; j < m->n_ctxs; j++)
+			running += strcmp(m->ctxs[j].policy.name, p->name) == 0;
+		fprintf(out, "%-16s %-10s running=%d match=%s%s%s  (%s)\n", p->name,
+			pt_class_name(p->class), running, p->match_cgroup,
+			p->match_cgroup[0] && p->match_id[0] ? "," : "", p->match_id, p->source);
+	}
+}
+
+void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *out)
+{
+	size_t len = strcspn(req, "\r\n");
+
+	if (len == 6 && strncmp(req, "status", 6) == 0) {
+		fprintf(out, "backend: %s\n", pt_manager_backend(m));
+		pt_status_table(out, m->ctxs, m->n_ctxs);
+	} else if (len == 11 && strncmp(req, "status json", 11) == 0) {
+		pt_status_json(out, m->ctxs, m->n_ctxs, pt_manager_backend(m), m->bpf_unmatched);
+	} else if (len == 10 && strncmp(req, "containers", 10) == 0) {
+		containers(m, out);
+	} else if (len > 9 && strncmp(req, "prefetch ", 9) == 0) {
+		char name[PT_NAME_MAX];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 9), req + 9);
+		if (peer_uid != 0)
+			fprintf(out, "error: prefetch needs root\n");
+		else if (!pt_manager_prefetch(m, name, out))
+			fprintf(out, "error: no running container named '%s' (see: pagetierctl containers)\n",
+				name);
+	} else {
+		fprintf(out, "error: unknown request '%.*s'\n", (int)len, req);
+	}
+}

@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "manager.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "activity.h"
+#include "cgroup.h"
+#include "grow.h"
+#include "log.h"
+#include "victims.h"
+
+/* Values of enum pt_bpf_event_type (bpf/pagetier_events.h), for the sources' names. */
+static const char *const bpf_source[] = {
+	[1] = "page faults (bpf)",
+	[2] = "swap-ins (bpf)",
+	[3] = "task wakeups (bpf)",
+	[4] = "ingress packet (bpf)",
+};
+#define BPF_SOURCES (sizeof(bpf_source) / sizeof(bpf_source[0]))
+
+/* How long the offload at idle waits for the preloaded processes' malloc_trim. */
+#define PT_TRIM_WAIT_MS 500
+/* Victims the watermark picks per pass at most. */
+#define PT_WATERMARK_MAX_VICTIMS 4096
+
+void pt_manager_init(struct pt_manager *m, struct pt_config *cfg)
+{
+	memset(m, 0, sizeof(*m));
+	m->cfg = *cfg;
+	m->kmod_fd = -1;
+	m->prefetch_fd = -1;
+	m->scanner = PT_SCANNER_FALLBACK;
+	m->meminfo_path = "/proc/meminfo";
+}
+
+void pt_manager_free(struct pt_manager *m)
+{
+	for (size_t i = 0; i < m->n_ctxs; i++)
+		pt_context_release(&m->ctxs[i]);
+	free(m->ctxs);
+	free(m->usage);
+	pt_config_free(&m->cfg);
+	memset(m, 0, sizeof(*m));
+}
+
+const char *pt_manager_backend(const struct pt_manager *m)
+{
+	return m->kmod_fd >= 0 ? "pagetier.ko" : "swap";
+}
+
+static void submit(struct pt_manager *m, struct pt_action *a)
+{
+	if (a)
+		m->submit(m->submit_arg, a);
+}
+
+struct pt_context *pt_manager_find(struct pt_manager *m, uint64_t cgroup_id)
+{
+	for (size_t i = 0; i < m->n_ctxs; i++)
+		if (m->ctxs[i].cgroup_id == cgroup_id)
+			return &m->ctxs[i];
+	return NULL;
+}
+
+static struct pt_context *find_path(struct pt_manager *m, const char *relpath)
+{
+	for (size_t i = 0; i < m->n_ctxs; i++)
+		if (strcmp(m->ctxs[i].relpath, relpath) == 0)
+			return &m->ctxs[i];
+	return NULL;
+}
+
+/* The context a cgroup path ("/a/b") belongs to: its own, or its nearest tracked ancestor. */
+static struct pt_context *owner_of(struct pt_manager *m, const char *cgroup)
+{
+	for (size_t i = 0; i < m->n_ctxs; i++) {
+		size_t n = strlen(m->ctxs[i].relpath);
+
+		if (strncmp(m->ctxs[i].relpath, cgroup, n) == 0 &&
+		    (cgroup[n] == '\0' || cgroup[n] == '/'))
+			return &m->ctxs[i];
+	}
+	return NULL;
+}
+
+static void track(struct pt_manager *m, uint64_t id, bool on)
+{
+	if (m->track)
+		m->track(m->track_arg, id, on);
+}
+
+static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
+{
+	struct pt_manager *m = arg;
+	const struct pt_policy *p = pt_config_match(&m->cfg, relpath);
+	struct pt_context *ctx = find_path(m, relpath);
+
+	if (!p)
+		return;
+	if (ctx && ctx->cgroup_id == id) {
+		ctx->seen = true;
+		ctx->policy = *p;	/* picks up a reloaded policy */
+		return;
+	}
+	if (ctx)
+		return;	/* same path, new cgroup: the old context goes first, then this one */
+	/* A context covers its whole subtree: never track a child of a tracked cgroup. */
+	if (owner_of(m, relpath))
+		return;
+	if (pt_grow((void **)&m->ctxs, &m->cap_ctxs, m->n_ctxs + 1, sizeof(*m->ctxs))) {
+		pt_err("out of memory tracking %s", relpath);
+		return;
+	}
+	ctx = &m->ctxs[m->n_ctxs++];
+	pt_context_init(ctx, p, m->cfg.cgroup_root, relpath, id, pt_now_ms(), m->cfg.chunk_shift);
+	ctx->scan_interval_ms = m->cfg.scan_interval_ms;
+	/* The fallback scanner cannot place reads within a mapping: no memory verdicts. */
+	ctx->memory_signal = m->scanner == PT_SCANNER_KMOD;
+	track(m, id, true);
+	pt_info("%s: tracking cgroup %s (id %llu, %s, idle after %llu ms quiet: CPU below %u.%u%%, %u packets, %llu KiB touched and %llu KiB fresh per epoch; cold after %llu ms)",
+		p->name, relpath, (unsigned long long)id, pt_class_name(p->class),
+		(unsigned long long)p->idle.threshold_ms, p->idle.cpu_permille / 10,
+		p->idle.cpu_permille % 10, p->idle.max_packets,
+		(unsigned long long)(p->idle.working_set_bytes >> 10),
+		(unsigned long long)(p->idle.fresh_bytes >> 10),
+		(unsigned long long)p->cold_after_ms);
+	pt_context_protect(ctx);
+}
+
+static void drop_ctx(struct pt_manager *m, size_t i, const char *why)
+{
+	pt_info("%s: no longer tracking %s (%s)", m->ctxs[i].policy.name, m->ctxs[i].relpath, why);
+	track(m, m->ctxs[i].cgroup_id, false);
+	pt_context_release(&m->ctxs[i]);
+	m->ctxs[i] = m->ctxs[m->n_ctxs - 1];
+	m->n_ctxs--;
+}
+
+void pt_manager_rescan(struct pt_manager *m)
+{
+	int rc;
+
+	for (size_t i = 0; i < m->n_ctxs; i++)
+		m->ctxs[i].seen = false;
+	rc = pt_cgroup_walk(m->cfg.cgroup_root, visit_cgroup, m);
+	if (rc) {
+		/*
+		 * An incomplete walk (out of descriptors, say) says nothing about the cgroups it
+		 * did not see: keep every context until one that works.
+		 */
+		if (!m->walk_errors++ || !(m->walk_errors & 1023))
+			pt_warn("walking %s failed (%s, %llu times so far): tracking as before",
+				m->cfg.cgroup_root, strerror(-rc),
+				(unsigned long long)m->walk_errors);
+		return;
+	}
+	for (size_t i = m->n_ctxs; i-- > 0;)
+		if (!m->ctxs[i].seen)
+			drop_ctx(m, i, "cgroup gone or no longer opted in");
+}
+
+void pt_manager_reload(struct pt_manager *m, struct pt_config *ncfg)
+{
+	/* runtime_dir and cgroup_root take effect on restart only: keep the sockets valid. */
+	snprintf(ncfg->cgroup_root, sizeof(ncfg->cgroup_root), "%s", m->cfg.cgroup_root);
+	snprintf(ncfg->runtime_dir, sizeof(ncfg->runtime_dir), "%s", m->cfg.runtime_dir);
+	pt_config_free(&m->cfg);
+	m->cfg = *ncfg;
+	pt_manager_rescan(m);
+}
+
+/* @ctx woke (the idle machine said so): prefetch at once. */
+static void woke(struct pt_manager *m, struct pt_context *ctx, const char *source)
+{
+	ctx->offload_pending = false;
+	pt_info("%s: wake detected by %s", ctx->policy.name, source);
+	snprintf(ctx->wake_source, sizeof(ctx->wake_source), "%s", source);
+	submit(m, pt_context_prefetch(ctx, m->cfg.prefetch_rate, m->prefetch_fd));
+}
+
+static void on_signal(struct pt_manager *m, struct pt_context *ctx, struct pt_signal s,
+		      const char *source)
+{
+	if (pt_idle_signal(&ctx->idle, &ctx->policy.idle, s, pt_now_ms()) == PT_EV_WOKE)
+		woke(m, ctx, source);
+}
+
+void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
+{
+	struct pt_context *ctx = pt_manager_find(m, a->cgroup_id);
+	enum pt_job_kind kind = a->kind;
+
+	pt_context_apply(ctx, a);
+	if (ctx && kind == PT_JOB_SCAN && !ctx->wake_pending) {
+		/* Unused prefetch first: it is the cheapest memory to give back. */
+		struct pt_action *trim = pt_context_trim_prefetch(ctx);
+
+		if (trim)
+			submit(m, trim);
+		else
+			/* Offload is rate-limited: one scan interval's worth of offload_rate. */
+			submit(m, pt_context_cold(ctx, m->cfg.scan_interval_ms,
+						  m->cfg.offload_rate * m->cfg.scan_interval_ms / 1000));
+	}
+	if (ctx && ctx->wake_pending) {
+		/* It woke while the action ran: prefetch now. */
+		ctx->wake_pending = false;
+		submit(m, pt_context_prefetch(ctx, m->cfg.prefetch_rate, m->prefetch_fd));
+	}
+}
+
+/*
+ * A packet for the container is demand: beyond the policy's tolerance it makes an active
+ * context busy and wakes an idle one at once, before the application has read it.
+ * Swap-ins and page faults wake an idle context when they come faster than a timer's
+ * stray touch (wake_refaults). Task wakeups are counted only: timers wake tasks all the
+ * time.
+ */
+void pt_manager_bpf_event(struct pt_manager *m, uint64_t cgroup_id, uint32_t type,
+			  uint32_t flags)
+{
+	struct pt_context *ctx = pt_manager_find(m, cgroup_id);
+
+	if (!ctx || type >= BPF_SOURCES || !bpf_source[type]) {
+		/* The kernel-side filter lets through opted-in cgroups only. */
+		m->bpf_unmatched++;
+		return;
+	}
+	ctx->bpf_events[type]++;
+	on_signal(m, ctx, pt_signal_bpf(type, flags), bpf_source[type]);
+}
+
+/* A demand read on a tier: swap-ins of the container's pages. */
+void pt_manager_tier_event(struct pt_manager *m, const struct pagetier_event *e)
+{
+	struct pt_context *ctx;
+
+	if (e->type != PAGETIER_EVENT_DEMAND_READ || !(ctx = pt_manager_find(m, e->cgroup_id)))
+		return;
+	ctx->tier_reads++;
+	/* The swap-ins BPF sees are these reads: count them once. */
+	if (!m->bpf_swapins)
+		on_signal(m, ctx, pt_signal_tier(e), "demand reads (tier)");
+}
+
+/*
+ * Preloaded processes of opted-in containers register, except those of critical ones: a
+ * critical container is never offloaded, so nothing the library reports or serves (records,
+ * wake signals, malloc_trim at idle) is of use, while its request thread would cost a
+ * single-threaded program glibc's single-thread malloc (about 6% of CPU time on an
+ * allocation-heavy one). Refused, the library is a pass-through.
+ */
+bool pt_manager_preload_optin(struct pt_manager *m, pid_t pid, const char *cgroup)
+{
+	struct pt_context *ctx = owner_of(m, cgroup);
+
+	if (ctx && ctx->policy.class == PT_CLASS_CRITICAL) {
+		pt_debug("%s: preloaded pid %d left as a pass-through (critical)", ctx->policy.name,
+			 (int)pid);
+		return false;
+	}
+	return ctx != NULL;
+}
+
+void pt_manager_preload_record(struct pt_manager *m, const char *cgroup,
+			       const struct pt_preload_event *ev)
+{
+	struct pt_context *ctx = owner_of(m, cgroup);
+
+	if (!ctx)
+		return;
+	ctx->preload_records++;
+	on_signal(m, ctx, pt_signal_preload(ev), "allocator activity (preload)");
+}
+
+/*
+ * Idle: preloaded processes drop their freed heap (malloc_trim, served at once by the
+ * library's request thread) rather than have it written to the tier; the offload waits for
+ * that, PT_TRIM_WAIT_MS at most. They also ring the doorbell at their next allocator
+ * call, a wake signal.
+ */
+static void preload_idle(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
+{
+	pid_t pids[256];
+	int n = pt_cgroup_pids(ctx->dir, pids, 256);
+
+	for (int i = 0; i < n; i++) {
+		if (pt_preload_server_request_trim(m->preload, pids[i]) == 0)
+			ctx->trim_until_ms = now + PT_TRIM_WAIT_MS;
+		pt_preload_server_arm_wake(m->preload, pids[i]);
+	}
+}
+
+/* Whether the offload of @ctx still waits for a trim it asked for. */
+static bool trim_pending(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
+{
+	pid_t pids[256];
+	int n;
+
+	if (!ctx->trim_until_ms)
+		return false;
+	n = m->preload && now < ctx->trim_until_ms ? pt_cgroup_pids(ctx->dir, pids, 256) : 0;
+	for (int i = 0; i < n; i++)
+		if (pt_preload_server_trim_pending(m->preload, pids[i]))
+			return true;
+	ctx->trim_until_ms = 0;
+	return false;
+}
+
+/* MemAvailable from meminfo, in bytes; UINT64_MAX when unknown (never acted on). */
+static uint64_t mem_available(const char *meminfo)
+{
+	char buf[4096];
+	const char *at;
+	uint64_t kb = 0;
+
+	if (pt_read_file(meminfo, buf, sizeof(buf)) <= 0 ||
+	    !(at = strstr(buf, "MemAvailable:")) || pt_flat_keyed_get(at, "MemAvailable:", &kb))
+		return UINT64_MAX;
+	return kb << 10;
+}
+
+/* Submits the victims of source @s (chunk ids) to its context. */
+static void submit_victims(struct pt_manager *m, struct pt_context *ctx,
+			   const struct pt_victim *v, int n, int s)
+{
+	uint64_t *ids = malloc((size_t)n * sizeof(*ids));
+	size_t k = 0;
+
+	if (!ids)
+		return;
+	for (int i = 0; i < n; i++)
+		if (v[i].source == s)
+			ids[k++] = v[i].chunk;
+	if (!k) {
+		free(ids);
+		return;
+	}
+	m->watermark_offloads += k;
+	submit(m, pt_context_cold_ids(ctx, ids, k));
+}
+
+/*
+ * Below the free-memory watermark, the coldest chunks on the host leave first, whichever
+ * container they belong to (victims.h), before the kernel has to reclaim directly.
+ */
+static void keep_watermark(struct pt_manager *m, uint64_t now)
+{
+	struct pt_victim_source *src;
+	uint64_t avail, need, per_ctx_max;
+	struct pt_victim *v;
+	int *map, n_src = 0, n;
+
+	if (!m->cfg.free_watermark || now - m->last_watermark_ms < m->cfg.scan_interval_ms)
+		return;
+	m->last_watermark_ms = now;
+	avail = mem_available(m->meminfo_path);
+	if (avail >= m->cfg.free_watermark)
+		return;
+	need = m->cfg.free_watermark - avail;
+	per_ctx_max = m->cfg.offload_rate * m->cfg.scan_interval_ms / 1000;
+	src = calloc(m->n_ctxs + 1, sizeof(*src));
+	map = calloc(m->n_ctxs + 1, sizeof(*map));
+	v = calloc(PT_WATERMARK_MAX_VICTIMS, sizeof(*v));
+	if (!src || !map || !v)
+		goto out;
+	for (size_t i = 0; i < m->n_ctxs; i++) {
+		struct pt_context *c = &m->ctxs[i];
+		uint64_t cur = c->sample.memory_current, floor = c->policy.resident_floor_bytes;
+
+		if (!c->hot_ok || c->busy || c->policy.class == PT_CLASS_CRITICAL || cur <= floor)
+			continue;
+		src[n_src].hot = &c->hot;
+		src[n_src].idle = c->idle.state == PT_STATE_IDLE;
+		src[n_src].evictable_bytes = cur - floor < per_ctx_max ? cur - floor : per_ctx_max;
+		map[n_src++] = (int)i;
+	}
+	n = pt_victims_pick(src, n_src, need, 1, v, PT_WATERMARK_MAX_VICTIMS);
+	if (n > 0)
+		pt_info("MemAvailable %llu MiB < watermark %llu MiB: offloading %d coldest chunks host-wide",
+			(unsigned long long)(avail >> 20),
+			(unsigned long long)(m->cfg.free_watermark >> 20), n);
+	for (int s = 0; s < n_src && n > 0; s++)
+		submit_victims(m, &m->ctxs[map[s]], v, n, s);
+out:
+	free(src);
+	free(map);
+	free(v);
+}
+
+/* The idle machine's verdict on this tick's CPU sample, trims the daemon asked for aside. */
+static enum pt_idle_event judge(struct pt_manager *m, struct pt_context *ctx, uint64_t now,
+				bool *waiting)
+{
+	*waiting = false;
+	if (ctx->trim_until_ms && ctx->idle.state == PT_STATE_IDLE) {
+		/* The trim it asked for uses the container's CPU: not a wake. */
+		pt_idle_rebase(&ctx->idle, ctx->sample.cpu_usage_usec, now);
+		*waiting = trim_pending(m, ctx, now);
+		return PT_EV_NONE;
+	}
+	ctx->trim_until_ms = 0;
+	return pt_idle_cpu(&ctx->idle, &ctx->policy.idle, ctx->sample.cpu_usage_usec, now);
+}
+
+/* What one context does this tick, once sampled. */
+static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
+{
+	bool waiting;
+	enum pt_idle_event ev = judge(m, ctx, now, &waiting);
+
+	if (waiting)
+		return;
+	if (ev == PT_EV_WENT_IDLE) {
+		ctx->n_idle++;
+		ctx->current_at_idle = ctx->sample.memory_current;
+		pt_info("%s: idle: quiet for %llu ms (last busy: %s)", ctx->policy.name,
+			(unsigned long long)ctx->policy.idle.threshold_ms,
+			pt_idle_cause_name(ctx->idle.cause));
+		if (m->preload)
+			preload_idle(m, ctx, now);
+		/* Issued below, or as soon as an action in flight (a scan) is done. */
+		ctx->offload_pending = true;
+	}
+	if (ctx->idle.state == PT_STATE_IDLE && ctx->offload_pending) {
+		if (!ctx->busy && !trim_pending(m, ctx, now)) {
+			ctx->offload_pending = false;
+			submit(m, pt_context_offload(ctx, m->cfg.offload_rate));
+		}
+	} else if (ev == PT_EV_WOKE) {
+		woke(m, ctx, "cpu usage");
+	} else if (ctx->idle.state == PT_STATE_IDLE) {
+		submit(m, pt_context_settle(ctx));
+	} else if (ctx->idle.state == PT_STATE_ACTIVE &&
+		   now - ctx->last_scan_ms >= m->cfg.scan_interval_ms) {
+		struct pt_action *a = pt_context_scan(ctx, m->scanner, m->kmod_fd,
+						      m->cfg.chunk_shift);
+
+		if (a) {
+			ctx->last_scan_ms = now;
+			submit(m, a);
+		}
+	}
+}
+
+void pt_manager_tick(struct pt_manager *m, uint64_t now)
+{
+	pt_manager_rescan(m);
+	keep_watermark(m, now);
+	/* Rings have no per-record doorbell: the caller drains them every tick as well. */
+	free(m->usage);
+	m->usage = NULL;
+	m->n_usage = m->kmod_fd >= 0 ? pt_kmod_usage_snapshot(m->kmod_fd, &m->usage) : 0;
+	for (size_t i = m->n_ctxs; i-- > 0;) {
+		struct pt_context *ctx = &m->ctxs[i];
+		const struct pt_kmod_usage *u;
+		int rc = pt_cgroup_sample(ctx->dir, &ctx->sample);
+
+		if (rc == -ENOENT) {
+			drop_ctx(m, i, "cgroup vanished");
+			continue;
+		}
+		if (rc) {
+			/* Not its cgroup's doing (out of descriptors, memory): try again next tick. */
+			m->sample_errors++;
+			continue;
+		}
+		if (m->kmod_fd >= 0) {
+			u = pt_kmod_usage_find(m->usage, m->n_usage, ctx->cgroup_id);
+			ctx->tier_pages = u ? u->pages : 0;
+			pt_context_tier_written(ctx, u ? u->written : 0);
+		}
+		tick_ctx(m, ctx, now);
+	}
+}
+
+int pt_manager_prefetch(struct pt_manager *m, const char *name, FILE *out)
+{
+	int hits = 0;
+
+	for (size_t i = 0; i < m->n_ctxs; i++) {
+		struct pt_context *ctx = &m->ctxs[i];
+
+		if (strcmp(ctx->policy.name, name))
+			continue;
+		hits++;
+		if (pt_idle_poke(&ctx->idle, pt_now_ms()) != PT_EV_WOKE) {
+			fprintf(out, "%s: not idle (%s): nothing to prefetch\n", ctx->relpath,
+				pt_state_name(ctx->idle.state));
+			continue;
+		}
+		fprintf(out, "%s: prefetch of %llu ranges started\n", ctx->relpath,
+			(unsigned long long)ctx->n_wake_set);
+		snprintf(ctx->wake_source, sizeof(ctx->wake_source), "pagetierctl prefetch");
+		submit(m, pt_context_prefetch(ctx, m->cfg.prefetch_rate, m->prefetch_fd));
+	}
+	return hits;
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The manager: pagetierd's decisions, apart from its start-up and event loop (pagetierd.c).
+ * It holds one memory context per opted-in cgroup, finds them in the cgroup tree, turns
+ * every tick's samples and every signal (BPF events, tier demand reads, preload records)
+ * into idle/wake verdicts, and those into actions: offload, settle, prefetch, scan, cold
+ * offload, the host watermark. Actions go to whoever the caller says (the worker pool in
+ * the daemon; the unit tests run or inspect them). Every path it reads comes from its
+ * configuration (cgroup_root) or its fields (meminfo_path), so that the tests run it on
+ * temporary trees.
+ *
+ * A context disappears only when its cgroup does (or stops matching a policy): a cgroup
+ * walk or a sample that fails for another reason (out of descriptors, memory) changes
+ * nothing, and is counted.
+ */
+#ifndef PAGETIER_MANAGER_H
+#define PAGETIER_MANAGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "context.h"
+#include "kmod_client.h"
+#include "preload_server.h"
+#include "scanner.h"
+
+struct pt_manager {
+	struct pt_config cfg;
+	struct pt_context *ctxs;
+	size_t n_ctxs, cap_ctxs;
+
+	/* Backends, opened and closed by the caller. */
+	int kmod_fd;			/* -1: no module */
+	int prefetch_fd;		/* kmod_fd if it has PAGETIER_FEAT_PREFETCH, else -1 */
+	enum pt_scanner_kind scanner;
+	bool bpf_swapins;		/* BPF counts swap-ins: tier demand reads are the same */
+	struct pt_preload_server *preload;	/* NULL: no preload socket */
+	const char *meminfo_path;	/* /proc/meminfo */
+
+	/* Where actions go; the manager gets them back with pt_manager_action_done(). */
+	void (*submit)(void *arg, struct pt_action *a);
+	void *submit_arg;
+	/* A cgroup starts or stops being tracked (the BPF filter); may be NULL. */
+	void (*track)(void *arg, uint64_t cgroup_id, bool on);
+	void *track_arg;
+
+	/* This tick's snapshot of the tiers' per-cgroup counters. */
+	struct pt_kmod_usage *usage;
+	int n_usage;
+
+	/* Counters. */
+	uint64_t bpf_unmatched;		/* events of cgroups with no context: must stay 0 */
+	uint64_t tier_events_lost;
+	uint64_t watermark_offloads;	/* chunks chosen by the global victim order */
+	uint64_t last_watermark_ms;
+	uint64_t walk_errors;		/* cgroup walks that failed: contexts kept */
+	uint64_t sample_errors;		/* samples that failed for another reason than ENOENT */
+};
+
+/* Takes @cfg (the manager frees it). The caller sets the backends and hooks after. */
+void pt_manager_init(struct pt_manager *m, struct pt_config *cfg);
+void pt_manager_free(struct pt_manager *m);
+/* The backend's name for status: "pagetier.ko" or "swap". */
+const char *pt_manager_backend(const struct pt_manager *m);
+
+/* Finds opted-in cgroups: new ones get a context, gone ones lose theirs. */
+void pt_manager_rescan(struct pt_manager *m);
+/* One poll: rescan, samples, idle verdicts, actions, the watermark. */
+void pt_manager_tick(struct pt_manager *m, uint64_t now_ms);
+/* Replaces the configuration with @ncfg (taken); contexts pick up their new policies. */
+void pt_manager_reload(struct pt_manager *m, struct pt_config *ncfg);
+/* A finished action (from the caller's submit hook) goes back to its context, then frees. */
+void pt_manager_action_done(struct pt_manager *m, struct pt_action *a);
+
+/* Signals. */
+void pt_manager_bpf_event(struct pt_manager *m, uint64_t cgroup_id, uint32_t type,
+			  uint32_t flags);
+void pt_manager_tier_event(struct pt_manager *m, const struct pagetier_event *e);
+void pt_manager_preload_record(struct pt_manager *m, const char *cgroup,
+			       const struct pt_preload_event *ev);
+/* Whether a preloaded process of @cgroup registers (opted in, and not critical). */
+bool pt_manager_preload_optin(struct pt_manager *m, pid_t pid, const char *cgroup);
+
+struct pt_context *pt_manager_find(struct pt_manager *m, uint64_t cgroup_id);
+/*
+ * pagetierctl prefetch NAME: wakes every idle context of that policy and prefetches its
+ * wake set; a line per context to @out. Returns how many contexts have that name.
+ */
+int pt_manager_prefetch(struct pt_manager *m, const char *name, FILE *out);
+
+#endif

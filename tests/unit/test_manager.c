@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The manager's decisions over a temporary cgroup tree: which cgroups get a context, when
+ * one goes idle and what is offloaded, what wakes it, what vanishes (and what must not),
+ * the host watermark, and the control protocol.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <sys/resource.h>
+
+#include "ctl.h"
+#include "fixture.h"
+#include "manager.h"
+
+/* What the manager handed out: the actions (kept, to be given back) and the BPF filter. */
+struct recorder {
+	struct pt_action *a[64];
+	int n;
+	uint64_t tracked[16];
+	int n_tracked;
+};
+
+static void record(void *arg, struct pt_action *a)
+{
+	struct recorder *r = arg;
+
+	assert_true(r->n < 64);
+	r->a[r->n++] = a;
+}
+
+static void track(void *arg, uint64_t id, bool on)
+{
+	struct recorder *r = arg;
+
+	if (on) {
+		r->tracked[r->n_tracked++] = id;
+		return;
+	}
+	for (int i = 0; i < r->n_tracked; i++)
+		if (r->tracked[i] == id)
+			r->tracked[i] = r->tracked[--r->n_tracked];
+}
+
+/* The number of recorded actions of @kind for @ctx. */
+static int count(struct recorder *r, struct pt_context *ctx, enum pt_job_kind kind)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->n; i++)
+		n += r->a[i]->kind == kind && r->a[i]->cgroup_id == ctx->cgroup_id;
+	return n;
+}
+
+/* Gives every recorded action back as if it had run (and done nothing). */
+static void finish_all(struct pt_manager *m, struct recorder *r)
+{
+	int n = r->n;
+
+	r->n = 0;
+	for (int i = 0; i < n; i++)
+		pt_manager_action_done(m, r->a[i]);
+}
+
+static void cgroup(const char *root, const char *rel, uint64_t usage)
+{
+	char path[PATH_MAX], buf[128];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", rel);
+	fx_write(root, path, "");
+	snprintf(path, sizeof(path), "%s/cpu.stat", rel);
+	snprintf(buf, sizeof(buf), "usage_usec %llu\n", (unsigned long long)usage);
+	fx_write(root, path, buf);
+	snprintf(path, sizeof(path), "%s/memory.current", rel);
+	fx_write(root, path, "268435456\n");
+	snprintf(path, sizeof(path), "%s/memory.stat", rel);
+	fx_write(root, path, "anon 268435456\nfile 0\nswapcached 0\n");
+	snprintf(path, sizeof(path), "%s/memory.swap.current", rel);
+	fx_write(root, path, "0\n");
+	snprintf(path, sizeof(path), "%s/memory.low", rel);
+	fx_write(root, path, "0\n");
+}
+
+struct fixture {
+	char *root, *etc;
+	struct pt_manager m;
+	struct recorder r;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	char err[PT_ERRBUF_MAX], conf[PATH_MAX + 64];
+	struct pt_config cfg;
+
+	f->root = fx_tmpdir();
+	f->etc = fx_tmpdir();
+	cgroup(f->root, "ct/web", 1000);
+	cgroup(f->root, "ct/web/child", 0);
+	cgroup(f->root, "ct/db", 1000);
+	cgroup(f->root, "other", 1000);
+	snprintf(conf, sizeof(conf), "[daemon]\ncgroup_root = %s\nscan_interval = 1s\n", f->root);
+	fx_write(f->etc, "pagetierd.conf", conf);
+	fx_write(f->etc, "containers.d/ct.conf",
+		 "[web]\nmatch_cgroup = /ct/web\nidle_threshold = 1s\ncold_after = 0\n\n"
+		 "[db]\nmatch_cgroup = /ct/db\nclass = critical\nidle_threshold = 1s\n");
+	assert_int_equal(pt_config_load(&cfg, f->etc, false, err), 0);
+	pt_manager_init(&f->m, &cfg);
+	f->m.submit = record;
+	f->m.submit_arg = &f->r;
+	f->m.track = track;
+	f->m.track_arg = &f->r;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	finish_all(&f->m, &f->r);
+	pt_manager_free(&f->m);
+	fx_rmtree(f->root);
+	fx_rmtree(f->etc);
+	free(f);
+	return 0;
+}
+
+static struct pt_context *ctx_named(struct pt_manager *m, const char *name)
+{
+	for (size_t i = 0; i < m->n_ctxs; i++)
+		if (strcmp(m->ctxs[i].policy.name, name) == 0)
+			return &m->ctxs[i];
+	return NULL;
+}
+
+static void test_contexts_follow_the_tree(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATH_MAX + 32];
+
+	pt_manager_rescan(&f->m);
+	assert_int_equal(f->m.n_ctxs, 2);	/* web, db; never web's child, never "other" */
+	assert_non_null(ctx_named(&f->m, "web"));
+	assert_non_null(ctx_named(&f->m, "db"));
+	assert_int_equal(f->r.n_tracked, 2);
+	/* The critical container is protected. */
+	snprintf(path, sizeof(path), "%s/ct/db/memory.low", f->root);
+	{
+		char buf[32] = "";
+
+		assert_true(pt_read_file(path, buf, sizeof(buf)) > 0);
+		assert_string_equal(buf, "max");
+	}
+	/* A cgroup that goes away takes its context with it. */
+	snprintf(path, sizeof(path), "rm -rf '%s/ct/db'", f->root);
+	assert_int_equal(system(path), 0);
+	pt_manager_tick(&f->m, pt_now_ms());
+	assert_int_equal(f->m.n_ctxs, 1);
+	assert_null(ctx_named(&f->m, "db"));
+	assert_int_equal(f->r.n_tracked, 1);
+}
+
+/* Out of descriptors, the walk fails: no context is dropped for a cgroup it did not see. */
+static void test_failed_walk_keeps_contexts(void **state)
+{
+	struct fixture *f = *state;
+	struct rlimit old, low;
+	int fd;
+
+	pt_manager_rescan(&f->m);
+	assert_int_equal(f->m.n_ctxs, 2);
+	getrlimit(RLIMIT_NOFILE, &old);
+	/* The next descriptor number is the limit: opendir() fails with EMFILE. */
+	fd = dup(0);
+	close(fd);
+	low = old;
+	low.rlim_cur = (rlim_t)fd;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	pt_manager_rescan(&f->m);
+	pt_manager_tick(&f->m, pt_now_ms());
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(f->m.n_ctxs, 2);
+	assert_true(f->m.walk_errors >= 1);
+	assert_true(f->m.sample_errors >= 1);
+	assert_int_equal(f->r.n_tracked, 2);
+	/* A sample that cannot be parsed is no proof that the cgroup is gone either. */
+	{
+		char rel[] = "ct/web/memory.current";
+
+		fx_write(f->root, rel, "garbage\n");
+		pt_manager_tick(&f->m, pt_now_ms());
+		assert_int_equal(f->m.n_ctxs, 2);
+	}
+}
+
+/* Quiet for idle_threshold: the besteffort container is offloaded; the critical one never. */
+static void test_idle_offload_and_packet_wake(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web, *db;
+	uint64_t t = pt_now_ms();
+
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);	/* scans, settles: done, nothing seen */
+	}
+	web = ctx_named(&f->m, "web");
+	db = ctx_named(&f->m, "db");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_int_equal(web->n_idle, 1);
+	assert_int_equal(web->n_offloads, 1);
+	assert_int_equal(db->n_offloads, 0);
+	/* A packet for it: a wake at once (nothing was recorded to prefetch here). */
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800);
+	assert_int_equal(web->n_wakes, 1);
+	assert_int_equal(web->idle.state, PT_STATE_ACTIVE);
+	assert_string_equal(web->wake_source, "ingress packet (bpf)");
+	/* Task wakeups alone (timers) wake nothing. */
+	for (; t < pt_now_ms() + 4000; t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	for (int i = 0; i < 50; i++)
+		pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0);
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	/* An event of a cgroup with no context is counted: the BPF filter should stop them. */
+	pt_manager_bpf_event(&f->m, 424242, 4, 0);
+	assert_int_equal(f->m.bpf_unmatched, 1);
+}
+
+/* One epoch's scan of this process for @ctx: 32 chunks, accessed or only present. */
+static void feed_scan(struct pt_manager *m, struct pt_context *ctx, bool accessed)
+{
+	struct pt_action *scan = pt_context_scan(ctx, PT_SCANNER_FALLBACK, -1, 16);
+	struct pt_proc_scan *ps;
+
+	assert_non_null(scan);
+	scan->scans = ps = calloc(1, sizeof(*ps));
+	scan->n_scans = 1;
+	ps->pid = getpid();
+	ps->chunks = calloc(32, sizeof(*ps->chunks));
+	ps->n = ps->cap = 32;
+	for (int i = 0; i < 32; i++) {
+		ps->chunks[i].addr = 0x7f0000000000ULL + ((uint64_t)i << 16);
+		ps->chunks[i].present = 16;
+		ps->chunks[i].accessed = accessed ? 16 : 0;
+	}
+	pt_manager_action_done(m, scan);
+}
+
+/* Below the watermark the coldest chunks of the host leave, never a critical container's. */
+static void test_watermark(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web, *db;
+	char meminfo[PATH_MAX];
+	uint64_t t = pt_now_ms();
+
+	f->m.cfg.free_watermark = 1ULL << 30;
+	snprintf(meminfo, sizeof(meminfo), "%s/meminfo", f->root);
+	fx_write(f->root, "meminfo", "MemTotal: 4194304 kB\nMemAvailable: 262144 kB\n");
+	f->m.meminfo_path = meminfo;
+	pt_manager_tick(&f->m, t);
+	finish_all(&f->m, &f->r);
+	web = ctx_named(&f->m, "web");
+	db = ctx_named(&f->m, "db");
+	/* web's model learns 32 chunks, used once and never again. */
+	feed_scan(&f->m, web, true);
+	for (int e = 0; e < 3; e++)
+		feed_scan(&f->m, web, false);
+	f->r.n = 0;
+	pt_manager_tick(&f->m, t + 5000);
+	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 1);
+	assert_int_equal(count(&f->r, db, PT_JOB_COLD), 0);
+	assert_true(f->m.watermark_offloads > 0);
+	/* Enough memory available: nothing. */
+	finish_all(&f->m, &f->r);
+	fx_write(f->root, "meminfo", "MemTotal: 4194304 kB\nMemAvailable: 4000000 kB\n");
+	pt_manager_tick(&f->m, t + 10000);
+	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 0);
+}
+
+static char *answer(struct pt_manager *m, const char *req, uid_t uid)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	pt_ctl_answer(m, req, uid, out);
+	fclose(out);
+	return buf;
+}
+
+static void test_control_protocol(void **state)
+{
+	struct fixture *f = *state;
+	char *s;
+
+	pt_manager_rescan(&f->m);
+	s = answer(&f->m, "status\n", 0);
+	assert_non_null(strstr(s, "backend: swap"));
+	assert_non_null(strstr(s, "web"));
+	free(s);
+	s = answer(&f->m, "status json", 1000);
+	assert_non_null(strstr(s, "\"containers\":["));
+	free(s);
+	s = answer(&f->m, "containers", 1000);
+	assert_non_null(strstr(s, "db               critical   running=1"));
+	free(s);
+	s = answer(&f->m, "prefetch web", 1000);
+	assert_string_equal(s, "error: prefetch needs root\n");
+	free(s);
+	s = answer(&f->m, "prefetch web", 0);
+	assert_non_null(strstr(s, "/ct/web: not idle (active): nothing to prefetch"));
+	free(s);
+	s = answer(&f->m, "prefetch nosuch", 0);
+	assert_non_null(strstr(s, "error: no running container named 'nosuch'"));
+	free(s);
+	s = answer(&f->m, "reboot", 0);
+	assert_string_equal(s, "error: unknown request 'reboot'\n");
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_contexts_follow_the_tree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_walk_keeps_contexts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_control_protocol, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
