@@ -914,7 +914,7 @@ TEST_F_TIMEOUT(tier, swap_write_error_keeps_pages, 300)
 	char dev[64], name[64];
 	uint64_t seed = 42;
 	long swapped;
-	uint64_t id[1];	/* an array: kept in memory across the harness's longjmp */
+	uint64_t id[1] = { 0 };	/* an array: kept in memory across the harness's longjmp */
 
 	NEED_TIER();
 	ret = swap_prepare(self);
