@@ -82,6 +82,17 @@ static unsigned int staging_mib = 64;
 module_param(staging_mib, uint, 0644);
 MODULE_PARM_DESC(staging_mib, "staging cache of a new tier in MiB, the bound of prefetched pages (default 64)");
 
+/*
+ * Writes whose data fits complete at once into this buffer, so reclaim frees their
+ * pages in the pass that wrote them (tier_wbuf.c). 32 MiB is eight times the background
+ * write-back window (bg_inflight_kib), so that the flusher always has full 1 MiB runs to
+ * send while reclaim refills the buffer, and holds an offload burst of 32 MiB beyond
+ * what the device drains meanwhile: see kmod/README.md for the measurement.
+ */
+static unsigned int write_buffer_mib = 32;
+module_param(write_buffer_mib, uint, 0644);
+MODULE_PARM_DESC(write_buffer_mib, "write buffer of a new tier in MiB, 0-1024, 0 = none: writes complete when on the backing device (default 32)");
+
 static unsigned int bg_inflight_kib = 4096;
 module_param(bg_inflight_kib, uint, 0644);
 MODULE_PARM_DESC(bg_inflight_kib, "write-back, GC and read-ahead in flight at most, KiB (default 4096)");
@@ -184,6 +195,8 @@ void pt_gate_wake(struct pt_tier *t)
 		wake_up_all(&t->gate_wq);
 	if (READ_ONCE(t->pf_stalled))
 		queue_work(t->wq, &t->pf_work);
+	if (READ_ONCE(t->wb_stalled))
+		mod_delayed_work(t->wq, &t->wb_work, 0);
 }
 
 /* ---- attribution ---- */
@@ -302,20 +315,93 @@ static bool pt_space_ok(struct pt_tier *t)
 	       READ_ONCE(t->dying);
 }
 
-static void pt_write(struct pt_tier *t, struct bio *bio)
+/* Counts a write of @got slots of cgroup @id (table index @idx). */
+static void pt_account_write_locked(struct pt_tier *t, u64 id, u16 idx, u32 got, bool buffered)
+{
+	struct pt_cgroup *c = &t->cg[idx];
+
+	c->in_use = true;
+	c->bytes_written += (u64)got << PT_SLOT_SHIFT;
+	c->write_ios++;
+	if (id && idx == PT_CG_UNATTRIBUTED)
+		t->st.cgroup_overflows += got;
+	t->st.bytes_written += (u64)got << PT_SLOT_SHIFT;
+	t->st.write_ios++;
+	if (buffered) {
+		c->buffered_writes += got;
+		t->st.wb_buffered += got;
+	} else {
+		c->direct_writes += got;
+		t->st.wb_direct += got;
+	}
+}
+
+/*
+ * Buffers the write @bio (tier_wbuf.c): its data is copied into the write buffer and
+ * its slots get their blocks, so it can complete at once. Never sleeps, never
+ * allocates. Return: true if it is all done (and completed); false if the buffer had no
+ * room, or some slots found no free segment: then the rest of @bio (advanced past what
+ * was buffered) goes through to the device.
+ */
+static bool pt_write_buffered(struct pt_tier *t, struct bio *bio, u64 id)
 {
 	u64 slot = bio->bi_iter.bi_sector >> PT_SECTORS_PER_SLOT_SHIFT;
-	u32 want = bio->bi_iter.bi_size >> PT_SLOT_SHIFT;
+	u32 want = bio->bi_iter.bi_size >> PT_SLOT_SHIFT, done = 0, pblk, got;
+	unsigned long flags;
+	LIST_HEAD(ents);
+	u16 idx;
+
+	spin_lock_irqsave(&t->lock, flags);
+	if (!pt_wb_take_locked(t, want, &ents)) {
+		spin_unlock_irqrestore(&t->lock, flags);
+		return false;
+	}
+	spin_unlock_irqrestore(&t->lock, flags);
+
+	pt_wb_fill(bio, &ents);
+
+	spin_lock_irqsave(&t->lock, flags);
+	while (done < want) {
+		idx = pt_cg_get(t, id);
+		if (pt_map_reserve(t, idx, want - done, false, &pblk, &got))
+			break;
+		pt_map_assign(t, slot + done, pblk, got);
+		pt_wb_insert_locked(t, &ents, pblk, got);
+		pt_account_write_locked(t, id, idx, got, true);
+		done += got;
+	}
+	pt_wb_put_locked(t, &ents);
+	spin_unlock_irqrestore(&t->lock, flags);
+	if (done)
+		pt_wb_kick(t);
+	if (done == want) {
+		bio_endio(bio);
+		return true;
+	}
+	/* No free segment now: the rest waits for the collector on the direct path. */
+	bio_advance(bio, done << PT_SLOT_SHIFT);
+	return false;
+}
+
+static void pt_write(struct pt_tier *t, struct bio *bio)
+{
 	u64 id = pt_bio_cgroup_id(bio);
-	struct pt_cgroup *c;
 	unsigned long flags;
 	struct bio *clone;
 	struct pt_io *io;
-	u32 pblk, got;
+	u32 pblk, got, want;
 	long left = 1;
+	u64 slot;
 	u16 idx;
 	int ret;
 
+	/* FUA and preflush writes keep their meaning: through to the device. */
+	if (t->wb_max && !(bio->bi_opf & (REQ_FUA | REQ_PREFLUSH)) &&
+	    pt_write_buffered(t, bio, id))
+		return;
+
+	slot = bio->bi_iter.bi_sector >> PT_SECTORS_PER_SLOT_SHIFT;
+	want = bio->bi_iter.bi_size >> PT_SLOT_SHIFT;
 	spin_lock_irqsave(&t->lock, flags);
 	for (;;) {
 		/* Again after sleeping: the entry may have been given to another cgroup. */
@@ -342,18 +428,16 @@ static void pt_write(struct pt_tier *t, struct bio *bio)
 		return;
 	}
 	pt_map_assign(t, slot, pblk, got);
-	c = &t->cg[idx];
-	c->in_use = true;
-	c->bytes_written += (u64)got << PT_SLOT_SHIFT;
-	c->write_ios++;
-	if (id && idx == PT_CG_UNATTRIBUTED)
-		t->st.cgroup_overflows += got;
-	t->st.bytes_written += (u64)got << PT_SLOT_SHIFT;
-	t->st.write_ios++;
+	pt_account_write_locked(t, id, idx, got, false);
 	t->st.wb_bytes += (u64)got << PT_SLOT_SHIFT;
 	t->st.wb_bios++;
 	spin_unlock_irqrestore(&t->lock, flags);
 
+	/*
+	 * Admission first, the clone after: a writer waiting at the gate holds no entry of
+	 * io_bs, which reads resolved by workers allocate from too.
+	 */
+	pt_gate_wait(t, got);
 	clone = bio_alloc_clone(t->backing.bdev, bio, GFP_NOIO, &t->io_bs);
 	io = pt_io_init(clone, t, PT_IO_WRITE);
 	io->pblk = pblk;
@@ -369,15 +453,37 @@ static void pt_write(struct pt_tier *t, struct bio *bio)
 		bio_advance(bio, got << PT_SLOT_SHIFT);
 		submit_bio_noacct(bio);
 	}
-	pt_gate_wait(t, got);
 	submit_bio_noacct(clone);
+}
+
+/*
+ * Before a flush (an empty one, or a write's preflush): what the write buffer holds goes
+ * to the backing device first. Return: 0, or -EIO (the bio has been failed then).
+ */
+static int pt_flush_buffer(struct pt_tier *t, struct bio *bio)
+{
+	unsigned long flags;
+
+	if (!t->wb_max || !pt_wb_drain(t))
+		return 0;
+	spin_lock_irqsave(&t->lock, flags);
+	t->st.write_errors++;
+	spin_unlock_irqrestore(&t->lock, flags);
+	pr_err_ratelimited("%s: a flush fails: buffered pages could not be written\n",
+			   t->disk->disk_name);
+	bio->bi_status = BLK_STS_IOERR;
+	bio_endio(bio);
+	return -EIO;
 }
 
 /* An empty flush: completed writes are on the backing device, so flush that. */
 static void pt_flush(struct pt_tier *t, struct bio *bio)
 {
-	struct bio *clone = bio_alloc_clone(t->backing.bdev, bio, GFP_NOIO, &t->io_bs);
+	struct bio *clone;
 
+	if (pt_flush_buffer(t, bio))
+		return;
+	clone = bio_alloc_clone(t->backing.bdev, bio, GFP_NOIO, &t->io_bs);
 	pt_io_init(clone, t, PT_IO_FLUSH);
 	clone->bi_end_io = pt_io_endio;
 	clone->bi_private = bio;
@@ -420,7 +526,7 @@ static void pt_discard(struct pt_tier *t, struct bio *bio)
 
 /* ---- read ---- */
 
-enum pt_class_kind { PT_CL_ZERO, PT_CL_HIT, PT_CL_READ, PT_CL_WAIT_W, PT_CL_WAIT_PF };
+enum pt_class_kind { PT_CL_ZERO, PT_CL_HIT, PT_CL_BUF, PT_CL_READ, PT_CL_WAIT_W, PT_CL_WAIT_PF };
 
 /* The first piece of a read: slots of one kind. */
 struct pt_class {
@@ -429,7 +535,8 @@ struct pt_class {
 	u32 pblk;			/* READ: first block */
 	u32 seg;			/* READ, WAIT_PF */
 	u32 wseq;			/* WAIT_W: t->wr_seq when seen */
-	struct page *pages[PT_HIT_MAX];	/* HIT: taken from the cache */
+	struct page *pages[PT_HIT_MAX];	/* HIT: taken from the cache; BUF: buffered */
+	struct pt_wbuf *bufs[PT_HIT_MAX];	/* BUF: pinned write buffer entries */
 };
 
 static void pt_top_endio(struct bio *c);
@@ -471,6 +578,7 @@ static void pt_classify(struct pt_tier *t, struct bio *c, struct pt_top *top,
 	u64 slot = c->bi_iter.bi_sector >> PT_SECTORS_PER_SLOT_SHIFT;
 	u32 n = c->bi_iter.bi_size >> PT_SLOT_SHIFT;
 	u32 i, p, v, seg = PT_NONE;
+	struct pt_wbuf *e = NULL;
 	unsigned long flags;
 	struct pt_cgroup *o;
 	u8 kind;
@@ -483,7 +591,10 @@ static void pt_classify(struct pt_tier *t, struct bio *c, struct pt_top *top,
 		} else {
 			v = t->p2l[p];
 			seg = pt_seg_of(t, p);
-			if (v & PT_P2L_PENDING)
+			e = (v & PT_P2L_PENDING) ? pt_wb_find(t, p) : NULL;
+			if (e)
+				kind = PT_CL_BUF;
+			else if (v & PT_P2L_PENDING)
 				kind = PT_CL_WAIT_W;
 			else if ((v & PT_P2L_STAGED) && pt_stage_find(t, p))
 				kind = PT_CL_HIT;
@@ -508,10 +619,16 @@ static void pt_classify(struct pt_tier *t, struct bio *c, struct pt_top *top,
 			o = &t->cg[t->segs[seg].owner];
 			o->staging_hits++;
 			cl->pages[i] = pt_stage_take(t, p);
-			if (i + 1 == PT_HIT_MAX) {
-				i++;
-				break;
-			}
+		} else if (kind == PT_CL_BUF) {
+			/* Pinned: its page is copied outside the lock. */
+			t->cg[t->segs[seg].owner].buffer_hits++;
+			e->pins++;
+			cl->bufs[i] = e;
+			cl->pages[i] = e->page;
+		}
+		if ((kind == PT_CL_HIT || kind == PT_CL_BUF) && i + 1 == PT_HIT_MAX) {
+			i++;
+			break;
 		}
 	}
 	cl->len = i;
@@ -522,6 +639,9 @@ static void pt_classify(struct pt_tier *t, struct bio *c, struct pt_top *top,
 	case PT_CL_HIT:
 		t->st.staging_hits += i;
 		top->hits += i;
+		break;
+	case PT_CL_BUF:
+		t->st.wb_hits += i;
 		break;
 	case PT_CL_READ:
 		t->segs[cl->seg].readers++;
@@ -579,20 +699,23 @@ static void pt_copy_slot(struct bio *bio, struct bvec_iter *it, struct page *src
 	}
 }
 
-/* Serves a ZERO or HIT piece at the front of @c from memory. */
+/* Serves a ZERO, HIT or BUF piece at the front of @c from memory. */
 static void pt_fill(struct pt_tier *t, struct bio *c, struct pt_class *cl)
 {
 	struct bvec_iter it = c->bi_iter;
+	unsigned long flags;
 	u32 i;
 
-	unsigned long flags;
-
 	for (i = 0; i < cl->len; i++)
-		pt_copy_slot(c, &it, cl->kind == PT_CL_HIT ? cl->pages[i] : NULL);
-	if (cl->kind == PT_CL_HIT) {
+		pt_copy_slot(c, &it, cl->kind == PT_CL_ZERO ? NULL : cl->pages[i]);
+	if (cl->kind != PT_CL_ZERO) {
 		spin_lock_irqsave(&t->lock, flags);
-		for (i = 0; i < cl->len; i++)
-			pt_page_put_locked(t, cl->pages[i]);
+		for (i = 0; i < cl->len; i++) {
+			if (cl->kind == PT_CL_HIT)
+				pt_page_put_locked(t, cl->pages[i]);
+			else
+				pt_wb_unpin_locked(t, cl->bufs[i]);
+		}
 		spin_unlock_irqrestore(&t->lock, flags);
 	}
 	bio_advance(c, cl->len << PT_SLOT_SHIFT);
@@ -656,6 +779,7 @@ void pt_read_resolve(struct pt_tier *t, struct bio *c, bool in_submit)
 		switch (cl.kind) {
 		case PT_CL_ZERO:
 		case PT_CL_HIT:
+		case PT_CL_BUF:
 			pt_fill(t, c, &cl);
 			break;
 		case PT_CL_READ:
@@ -743,12 +867,14 @@ static void pt_top_endio(struct bio *c)
 }
 
 /*
- * A read served from memory alone (staged pages, empty slots), the common read after
- * a prefetch: no clone, and the copy outside the lock. Return: false, with nothing
- * done, if a slot needs the device or has to wait.
+ * A read served from memory alone (staged pages, buffered writes, empty slots), the
+ * common read after a prefetch or of a page swapped out a moment ago: no clone, and the
+ * copy outside the lock. Return: false, with nothing done, if a slot needs the device
+ * or has to wait.
  */
 static bool pt_read_inline(struct pt_tier *t, struct bio *bio, struct pt_top *top)
 {
+	struct pt_wbuf *bufs[PT_HIT_MAX];
 	struct page *pages[PT_HIT_MAX];
 	unsigned long flags;
 	struct bvec_iter it;
@@ -762,7 +888,8 @@ static bool pt_read_inline(struct pt_tier *t, struct bio *bio, struct pt_top *to
 		if (p == PT_NONE)
 			continue;
 		v = t->p2l[p];
-		if ((v & PT_P2L_PENDING) || !(v & PT_P2L_STAGED) || !pt_stage_find(t, p)) {
+		if ((v & PT_P2L_PENDING) ? !pt_wb_find(t, p) :
+		    (!(v & PT_P2L_STAGED) || !pt_stage_find(t, p))) {
 			spin_unlock_irqrestore(&t->lock, flags);
 			return false;
 		}
@@ -771,8 +898,17 @@ static bool pt_read_inline(struct pt_tier *t, struct bio *bio, struct pt_top *to
 	for (i = 0; i < top->pages; i++) {
 		p = t->l2p[top->slot + i];
 		pages[i] = NULL;
+		bufs[i] = NULL;
 		if (p == PT_NONE) {
 			t->st.zero_pages++;
+			continue;
+		}
+		if (t->p2l[p] & PT_P2L_PENDING) {
+			bufs[i] = pt_wb_find(t, p);
+			bufs[i]->pins++;
+			pages[i] = bufs[i]->page;
+			t->st.wb_hits++;
+			t->cg[t->segs[pt_seg_of(t, p)].owner].buffer_hits++;
 			continue;
 		}
 		t->cg[t->segs[pt_seg_of(t, p)].owner].staging_hits++;
@@ -786,9 +922,12 @@ static bool pt_read_inline(struct pt_tier *t, struct bio *bio, struct pt_top *to
 	for (i = 0; i < top->pages; i++)
 		pt_copy_slot(bio, &it, pages[i]);
 	spin_lock_irqsave(&t->lock, flags);
-	for (i = 0; i < top->pages; i++)
-		if (pages[i])
+	for (i = 0; i < top->pages; i++) {
+		if (bufs[i])
+			pt_wb_unpin_locked(t, bufs[i]);
+		else if (pages[i])
 			pt_page_put_locked(t, pages[i]);
+	}
 	spin_unlock_irqrestore(&t->lock, flags);
 	pt_read_finish(t, top, BLK_STS_OK);
 	bio_endio(bio);
@@ -886,10 +1025,10 @@ static void pt_submit_bio(struct bio *bio)
 			bio_endio(bio);
 		return;
 	case REQ_OP_WRITE:
-		if (bio_sectors(bio))
-			pt_write(t, bio);
-		else
+		if (!bio_sectors(bio))
 			pt_flush(t, bio);
+		else if (!(bio->bi_opf & REQ_PREFLUSH) || !pt_flush_buffer(t, bio))
+			pt_write(t, bio);
 		return;
 	case REQ_OP_FLUSH:
 		pt_flush(t, bio);
@@ -1065,6 +1204,35 @@ static ssize_t io_stat_show(struct device *dev, struct device_attribute *attr, c
 }
 static DEVICE_ATTR_RO(io_stat);
 
+/* wb_stat: the write buffer. */
+static ssize_t wb_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct pt_tier *t = pt_dev_tier(dev);
+	u64 v[13];
+
+	spin_lock_irq(&t->lock);
+	v[0] = t->st.wb_buffered;
+	v[1] = t->st.wb_direct;
+	v[2] = t->st.wb_full;
+	v[3] = t->wb_held;
+	v[4] = t->wb_max;
+	v[5] = t->st.wb_flush_bios;
+	v[6] = t->st.wb_flush_bytes;
+	v[7] = t->st.wb_dropped;
+	v[8] = t->st.wb_errors;
+	v[9] = t->st.wb_moved;
+	v[10] = t->wb_stuck;
+	v[11] = t->st.wb_flush_waits;
+	v[12] = t->st.wb_hits;
+	spin_unlock_irq(&t->lock);
+
+	return sysfs_emit(buf,
+			  "%10llu %10llu %8llu %8llu %8llu %8llu %12llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
+			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
+			  v[11], v[12]);
+}
+static DEVICE_ATTR_RO(wb_stat);
+
 static ssize_t backing_dev_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%s\n", pt_dev_tier(dev)->backing_path);
@@ -1077,6 +1245,7 @@ static struct attribute *pt_disk_attrs[] = {
 	&dev_attr_read_stat.attr,
 	&dev_attr_read_latency.attr,
 	&dev_attr_io_stat.attr,
+	&dev_attr_wb_stat.attr,
 	&dev_attr_backing_dev.attr,
 	NULL,
 };
@@ -1092,10 +1261,12 @@ static void pt_tier_free(struct pt_tier *t)
 		destroy_workqueue(t->wq);
 	if (t->gc_wq)
 		destroy_workqueue(t->gc_wq);
+	bioset_exit(&t->wb_bs);
 	bioset_exit(&t->bg_bs);
 	bioset_exit(&t->io_bs);
 	bioset_exit(&t->top_bs);
 	pt_stage_free_all(t);
+	pt_wb_free_all(t);
 	if (t->gc_pages) {
 		for (i = 0; i < t->seg_blocks; i++)
 			if (t->gc_pages[i])
@@ -1164,6 +1335,8 @@ static int pt_tier_alloc_io(struct pt_tier *t)
 		ret = bioset_init(&t->io_bs, 64, offsetof(struct pt_io, bio), 0);
 	if (!ret)
 		ret = bioset_init(&t->bg_bs, 4, offsetof(struct pt_bgio, bio), BIOSET_NEED_BVECS);
+	if (!ret && t->wb_max)
+		ret = bioset_init(&t->wb_bs, 4, offsetof(struct pt_bgio, bio), BIOSET_NEED_BVECS);
 	if (ret)
 		return ret;
 	/* In the reclaim path (reads wait for prefetch, writes for the collector). */
@@ -1181,9 +1354,12 @@ static struct gendisk *pt_tier_alloc_disk(struct pt_tier *t)
 		.block_size	= PT_SLOT_SIZE,
 		/* Clones carry the caller's buffers down: inherit the stricter alignment. */
 		.dma_alignment	= max_t(unsigned int, SECTOR_SIZE - 1, bdev_dma_alignment(bdev)),
-		/* Flushes and FUA pass through, so advertise what the backing device has. */
-		.write_cache	= bdev_write_cache(bdev),
-		.fua		= bdev_fua(bdev),
+		/*
+		 * Flushes and FUA pass through, so advertise what the backing device has;
+		 * a write buffer is a volatile cache of our own, emptied by a flush.
+		 */
+		.write_cache	= t->wb_max || bdev_write_cache(bdev),
+		.fua		= t->wb_max || bdev_fua(bdev),
 	};
 	struct gendisk *disk;
 
@@ -1212,6 +1388,8 @@ static struct pt_tier *pt_tier_new(const char *path)
 	init_waitqueue_head(&t->space_wq);
 	init_waitqueue_head(&t->gate_wq);
 	init_waitqueue_head(&t->pf_wq);
+	init_waitqueue_head(&t->wb_flush_wq);
+	INIT_DELAYED_WORK(&t->wb_work, pt_wb_work);
 	INIT_WORK(&t->rd_work, pt_rd_work);
 	INIT_WORK(&t->pf_work, pt_pf_work);
 	INIT_WORK(&t->gc_work, pt_gc_work);
@@ -1259,6 +1437,8 @@ int pt_tier_create(struct pagetier_tier_create *req)
 	ret = pt_map_alloc(t, max_cgroups);
 	if (!ret)
 		ret = pt_stage_alloc(t, READ_ONCE(staging_mib) << (20 - PAGE_SHIFT));
+	if (!ret)
+		ret = pt_wb_alloc(t, min(READ_ONCE(write_buffer_mib), 1024U) << (20 - PAGE_SHIFT));
 	if (!ret)
 		ret = pt_tier_alloc_gc(t);
 	if (ret)
@@ -1342,7 +1522,9 @@ static void pt_tier_teardown(struct pt_tier *t)
 	spin_unlock_irq(&t->lock);
 	wake_up_all(&t->space_wq);
 	wake_up_all(&t->pf_wq);
+	wake_up_all(&t->wb_flush_wq);
 	cancel_work_sync(&t->gc_work);
+	cancel_delayed_work_sync(&t->wb_work);
 	wait_var_event(&t->users, !atomic_read(&t->users));
 	/*
 	 * del_gendisk() waits for submitters only: clones, prefetch and GC bios may still
@@ -1351,6 +1533,8 @@ static void pt_tier_teardown(struct pt_tier *t)
 	wait_var_event(&t->inflight, !atomic_read(&t->inflight));
 	flush_workqueue(t->wq);
 	cancel_delayed_work_sync(&t->tick_work);
+	/* A write-back completion may have queued it again: what is buffered is dropped. */
+	cancel_delayed_work_sync(&t->wb_work);
 	put_disk(t->disk);
 	pt_backing_close(&t->backing);
 	pr_info("%s%u: removed\n", PAGETIER_DISK_NAME, t->id);
@@ -1425,6 +1609,9 @@ static void pt_cg_fill(const struct pt_cgroup *c, struct pagetier_cgroup_stat *o
 	o->read_errors = c->read_errors;
 	BUILD_BUG_ON(sizeof(o->read_latency) != sizeof(c->lat_hist));
 	memcpy(o->read_latency, c->lat_hist, sizeof(o->read_latency));
+	o->buffered_writes = c->buffered_writes;
+	o->direct_writes = c->direct_writes;
+	o->buffer_hits = c->buffer_hits;
 }
 
 /**

@@ -52,7 +52,8 @@
 
 /* Features the tier adds to PAGETIER_IOC_VERSION. */
 #define PT_TIER_FEATURES	(PAGETIER_FEAT_LOG | PAGETIER_FEAT_PREFETCH | \
-				 PAGETIER_FEAT_EVENTS | PAGETIER_FEAT_TIER_STATS)
+				 PAGETIER_FEAT_EVENTS | PAGETIER_FEAT_TIER_STATS | \
+				 PAGETIER_FEAT_WRITE_BUFFER)
 
 /* ---- the map ---- */
 
@@ -141,6 +142,9 @@ struct pt_cgroup {
 	u64 gc_moves;
 	u64 read_errors;
 	u64 lat_hist[PT_LAT_BUCKETS];
+	u64 buffered_writes;		/* pages whose write completed into the buffer */
+	u64 direct_writes;		/* pages written through before completing */
+	u64 buffer_hits;		/* pages demand reads found in the write buffer */
 	bool in_use;			/* has or had pages here: reported */
 };
 
@@ -151,6 +155,30 @@ struct pt_stage {
 	struct page *page;
 	unsigned long time;		/* jiffies when staged */
 	u32 pblk;
+};
+
+/*
+ * A page of the write buffer (tier_wbuf.c): the data of block @pblk, whose write has
+ * completed to its writer but not yet reached the backing device. The block is
+ * PT_P2L_PENDING in the map for as long as it is buffered.
+ */
+enum pt_wb_state {
+	PT_WB_FREE,		/* on wb_free */
+	PT_WB_QUEUED,		/* on wb_queued: to be written */
+	PT_WB_FLUSHING,		/* in a write-back bio */
+	PT_WB_STUCK,		/* its write-back failed and no segment was free to move it */
+	PT_WB_GONE,		/* released while a reader copies it: freed by the last */
+};
+
+struct pt_wbuf {
+	struct hlist_node hnode;	/* wb_hash by pblk, while it holds a block */
+	struct list_head all;		/* wb_all (buffer order) while it holds a block */
+	struct list_head node;		/* wb_queued while QUEUED, wb_free while FREE */
+	struct page *page;
+	u64 seq;			/* buffer order: wb_seq when buffered */
+	u32 pblk;
+	u16 pins;			/* readers copying its page outside the lock */
+	u8 state;			/* enum pt_wb_state */
 };
 
 /* One bio of the collector: blocks [pblk, pblk + nr), victim blocks from @first on. */
@@ -206,6 +234,17 @@ struct pt_stats {
 	u64 gc_read_bytes;
 	u64 gc_write_bytes;
 	u64 gc_bios;
+	/* wb_stat: the write buffer */
+	u64 wb_buffered;		/* pages whose write completed into the buffer */
+	u64 wb_direct;			/* pages written through (buffer full, off, FUA, flush) */
+	u64 wb_full;			/* write pieces that found the buffer full */
+	u64 wb_flush_bios;		/* write-back bios from the buffer */
+	u64 wb_flush_bytes;
+	u64 wb_dropped;			/* buffered pages that died before their write-back */
+	u64 wb_errors;			/* write-back bios that failed */
+	u64 wb_moved;			/* pages moved elsewhere after a failed write-back */
+	u64 wb_flush_waits;		/* flushes (REQ_PREFLUSH) that waited for the buffer */
+	u64 wb_hits;			/* pages demand reads found in the buffer */
 };
 
 struct pt_tier {
@@ -228,6 +267,7 @@ struct pt_tier {
 	struct bio_set top_bs;		/* one clone per read: its context */
 	struct bio_set io_bs;		/* clones sent to the backing device, read pieces */
 	struct bio_set bg_bs;		/* GC and prefetch bios, with their own pages */
+	struct bio_set wb_bs;		/* write-back bios of the write buffer */
 	atomic_t inflight;		/* bios of ours not completed yet */
 	atomic_t users;			/* ioctls working on the tier outside pt_tiers_lock */
 	bool claimed;			/* being destroyed; under disk->open_mutex */
@@ -239,6 +279,8 @@ struct pt_tier {
 	struct work_struct pf_work;
 	struct work_struct gc_work;
 	struct delayed_work tick_work;	/* staging and plan expiry */
+	struct delayed_work wb_work;	/* write-back of the write buffer */
+	wait_queue_head_t wb_flush_wq;	/* flushes waiting for the buffer's write-back */
 	wait_queue_head_t space_wq;	/* writers waiting for a free segment */
 	wait_queue_head_t gate_wq;	/* background I/O waiting for its turn */
 	wait_queue_head_t pf_wq;	/* PREFETCH callers with the WAIT flag */
@@ -294,6 +336,20 @@ struct pt_tier {
 	struct bio_list rd_failed;	/* READ pieces to read again block by block */
 	u32 wr_seq;			/* write completions, for wait_write */
 
+	/* the write buffer (tier_wbuf.c); wb_max = 0: none */
+	struct pt_wbuf *wb_pool;	/* [wb_max] */
+	struct hlist_head *wb_hash;	/* by pblk */
+	u32 wb_hash_bits;
+	u32 wb_max;
+	u32 wb_held;			/* entries holding a block */
+	u32 wb_queued_nr;		/* ... of which QUEUED */
+	u32 wb_stuck;			/* ... of which STUCK */
+	u64 wb_seq;
+	struct list_head wb_free;
+	struct list_head wb_all;	/* entries holding a block, oldest first */
+	struct list_head wb_queued;	/* QUEUED entries, oldest first (moved ones last) */
+	bool wb_stalled;		/* write-back waits for the gate */
+
 	/* background I/O admission */
 	u32 bg_inflight;		/* blocks of write-back, GC, read-ahead in flight */
 	u32 demand_inflight;		/* demand read pieces in flight */
@@ -338,7 +394,7 @@ struct pt_io {
 	struct bio bio;
 };
 
-enum pt_bg_kind { PT_BG_PREFETCH, PT_BG_GC_READ, PT_BG_GC_WRITE };
+enum pt_bg_kind { PT_BG_PREFETCH, PT_BG_GC_READ, PT_BG_GC_WRITE, PT_BG_WB };
 
 struct pt_bgio {
 	struct pt_tier *t;
@@ -433,6 +489,7 @@ void pt_seg_release(struct pt_tier *t, u32 seg);
 void pt_seg_mark_bad(struct pt_tier *t, u32 seg);
 void pt_seg_maybe_free(struct pt_tier *t, u32 seg);
 void pt_seg_set_valid(struct pt_tier *t, struct pt_seg *s, u32 valid);
+void pt_map_repoint(struct pt_tier *t, u32 from, u32 to);
 u32 pt_gc_pick(struct pt_tier *t, u32 max_valid, bool *transient);
 bool pt_gc_move(struct pt_tier *t, u32 from, u32 slot, u32 to);
 void pt_gc_done(struct pt_tier *t, u32 seg, bool complete);
@@ -454,6 +511,19 @@ void pt_pf_cancel_all(struct pt_tier *t);
 u64 pt_pf_plan(struct pt_tier *t, u16 idx, u64 budget, bool newest);
 bool pt_pf_settled(struct pt_tier *t);
 void pt_tick_arm(struct pt_tier *t);
+
+/* ---- tier_wbuf.c ---- */
+int pt_wb_alloc(struct pt_tier *t, u32 pages);
+void pt_wb_free_all(struct pt_tier *t);
+bool pt_wb_take_locked(struct pt_tier *t, u32 n, struct list_head *ents);
+void pt_wb_fill(struct bio *bio, struct list_head *ents);
+void pt_wb_insert_locked(struct pt_tier *t, struct list_head *ents, u32 pblk, u32 n);
+void pt_wb_put_locked(struct pt_tier *t, struct list_head *ents);
+struct pt_wbuf *pt_wb_find(struct pt_tier *t, u32 pblk);
+void pt_wb_unpin_locked(struct pt_tier *t, struct pt_wbuf *e);
+void pt_wb_kick(struct pt_tier *t);
+int pt_wb_drain(struct pt_tier *t);
+void pt_wb_work(struct work_struct *work);
 
 /* ---- tier_gc.c ---- */
 void pt_gc_work(struct work_struct *work);

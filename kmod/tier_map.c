@@ -504,6 +504,30 @@ void pt_map_write_done(struct pt_tier *t, u32 pblk, u32 n, bool error)
 	pt_seg_maybe_free(t, seg);
 }
 
+/**
+ * pt_map_repoint() - move a slot's block that is being written to another block
+ * @t: the tier
+ * @from: a live block with PT_P2L_PENDING (its write-back failed)
+ * @to: a block pt_map_reserve() handed out for the same cgroup
+ *
+ * The slot now maps to @to, still pending; @from is dead, and its write still counts as
+ * in flight until pt_map_write_done() on it.
+ */
+void pt_map_repoint(struct pt_tier *t, u32 from, u32 to)
+{
+	u32 v = t->p2l[from];
+	struct pt_seg *src = &t->segs[pt_seg_of(t, from)];
+	struct pt_seg *dst = &t->segs[pt_seg_of(t, to)];
+
+	lockdep_assert_held(&t->lock);
+	WARN_ON_ONCE(src->owner != dst->owner);
+	t->l2p[v & PT_P2L_SLOT] = to;
+	t->p2l[to] = v;
+	t->p2l[from] = PT_NONE;
+	pt_seg_set_valid(t, dst, dst->valid + 1);
+	pt_seg_set_valid(t, src, src->valid - 1);
+}
+
 /* ---- garbage collection ---- */
 
 /**

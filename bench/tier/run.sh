@@ -6,7 +6,8 @@
 #   bench/tier/run.sh [KERNEL_VERSION]        (default: the last of build/kernels.txt)
 # Environment: RUNS (3), MIB (256), THROTTLE (iops-total=3000,bps-total=125000000),
 # FRAG (3: also (b) and (c) with the container offloaded interleaved with 3 others;
-# 0 = not).
+# 0 = not), PT_KO (the pagetier.ko to load, default build/kmod/KV/pagetier.ko), OUT
+# (results under build/vm/bench-tier-$OUT-{unthrottled,throttled}, default none).
 set -u
 . "$(dirname "$0")/../../tests/vm/lib.sh"
 kv=${1:-$(tail -1 "$PT_TOP/build/kernels.txt")}
@@ -21,7 +22,7 @@ gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -I"$PT_TOP/kmod/uapi" -I"$PT_TOP/tes
 	"$PT_TOP/bench/tier/tier_bench.c" || pt_die "cannot build tier_bench"
 
 for profile in unthrottled throttled; do
-	out=$PT_TOP/build/vm/bench-tier-$profile
+	out=$PT_TOP/build/vm/bench-tier-${OUT:+$OUT-}$profile
 	imgdir=$out.img
 	mkdir -p "$imgdir"
 	pt_new_image "$imgdir/bench.img" 4G 4G	# the benchmark may fill it
@@ -29,15 +30,15 @@ for profile in unthrottled throttled; do
 	[ $profile = throttled ] && opts=$(echo ",$throttle" | sed 's/,\([a-z]\)/,throttling.\1/g')
 	echo "==== $profile: -drive ...$opts"
 	PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-2400} pt_vm_run "$kv" "$out" \
-		"FRAG=${FRAG:-3} bench/tier/guest.sh $profile $runs $bin $mib" \
+		"${PT_KO:+PT_KO=$PT_KO }FRAG=${FRAG:-3} bench/tier/guest.sh $profile $runs $bin $mib" \
 		"-drive file=$imgdir/bench.img,if=none,id=nvb,format=raw,cache=none,aio=threads,$PT_DRIVE_OPTS$opts -device nvme,serial=pagetier-bench,drive=nvb" >/dev/null
 	rm -f "$imgdir/bench.img"
 	[ "$(cat "$out/guest.rc" 2>/dev/null)" = 0 ] || pt_die "$profile run failed: $out/console.log"
 	grep '^RESULT' "$out/results.txt"
 done
 
-python3 - "$PT_TOP/build/vm/bench-tier-unthrottled/results.txt" \
-	"$PT_TOP/build/vm/bench-tier-throttled/results.txt" "$kv" "$mib" <<'PY'
+python3 - "$PT_TOP/build/vm/bench-tier-${OUT:+$OUT-}unthrottled/results.txt" \
+	"$PT_TOP/build/vm/bench-tier-${OUT:+$OUT-}throttled/results.txt" "$kv" "$mib" <<'PY'
 import statistics, sys
 def load(path):
     r = {}
@@ -64,6 +65,22 @@ for p, r in res.items():
     c = mib * 1.048576 / med('prefetch')
     print(f"| {p} | {raw:.0f} MB/s | " + " | ".join(cells) +
           f" | {100 * c / raw:.0f}% | {med('fault') / med('prefetch'):.1f}x |")
+print(f"\nOffload of {mib} MiB (MADV_PAGEOUT until on swap; then memory.reclaim until "
+      f"memory.current < 4 MiB), the same runs; median")
+print("| profile | plain swap: MADV_PAGEOUT | memory left | until freed | "
+      "tier: MADV_PAGEOUT | memory left | until freed |")
+print("|---|---|---|---|---|---|---|")
+for p, r in res.items():
+    def off(ms):
+        rows = [x for m in ms for x in r.get(m, []) if 'po_secs' in x]
+        if not rows:
+            return "- | - | -"
+        po = statistics.median(float(x['po_secs']) for x in rows)
+        of = statistics.median(float(x['off_secs']) for x in rows)
+        cur = statistics.median(int(x['po_cur_mib']) for x in rows)
+        return (f"{po:.2f} s, {mib * 1.048576 / po:.0f} MB/s | {cur:.0f} MiB | "
+                f"{of:.2f} s, {mib * 1.048576 / of:.0f} MB/s")
+    print(f"| {p} | {off(('fault', 'willneed'))} | {off(('prefetch',))} |")
 if all('prefetch-frag' in r for r in res.values()):
     print(f"\nThe same container offloaded interleaved with 3 others (runs of 4 pages); "
           f"median of {len(res['unthrottled']['prefetch-frag'])} runs")

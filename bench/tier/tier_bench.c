@@ -7,8 +7,8 @@
  *   tier_bench restore MODE MIB CGROUP DEVICE [TIER_ID]
  *
  * restore: join CGROUP, fill MIB of anonymous memory, offload it (MADV_PAGEOUT until it
- * is on swap, then memory.reclaim until the swap cache is gone too), then time the
- * restore of every page:
+ * is on swap, then memory.reclaim until the swap cache is gone too: both timed), then
+ * time the restore of every page:
  *   fault     touch every page in address order (demand faults, kernel swap readahead)
  *   willneed  MADV_WILLNEED on the range, then touch every page
  *   prefetch  PAGETIER_IOC_PREFETCH (cgroup, MIB) on TIER_ID, MADV_WILLNEED, touch
@@ -136,7 +136,8 @@ static int restore(const char *mode, unsigned long mib, const char *cg, const ch
 	char path[PATH_MAX + 32];
 	volatile uint64_t sum = 0;
 	struct stat st;
-	double t0, t1, tw;
+	double t0, t1, tw, o0, o1, o2;
+	long long cur_po;
 	char *mem;
 	long swapped = 0;
 	int i2, ctl = -1;
@@ -171,7 +172,12 @@ static int restore(const char *mode, unsigned long mib, const char *cg, const ch
 	if (frag)
 		pageout_interleaved(bufs, frag + 1, pages, run);
 
-	/* Offload: to swap, then out of the swap cache. */
+	/*
+	 * Offload: to swap, then out of the swap cache. Timed: until the pages are on swap
+	 * (po_secs), and until the memory is free (off_secs); cur_mib is memory.current when
+	 * the MADV_PAGEOUT calls are done, i.e. what they did not free themselves.
+	 */
+	o0 = tu_now();
 	for (i2 = 0; i2 < 50; i2++) {
 		madvise(mem, pages * PG, MADV_PAGEOUT);
 		swapped = tu_vmswap_pages();
@@ -179,11 +185,14 @@ static int restore(const char *mode, unsigned long mib, const char *cg, const ch
 			break;
 		usleep(100000);
 	}
+	o1 = tu_now();
+	cur_po = tu_cg_num(cg, "memory.current");
 	snprintf(path, sizeof(path), "%s/memory.reclaim", cg);
 	for (i2 = 0; i2 < 100 && tu_cg_num(cg, "memory.current") > (4 << 20); i2++) {
 		tu_write_file(path, "1G");
 		usleep(50000);
 	}
+	o2 = tu_now();
 	sleep(1);
 
 	/* prefetch-staged: everything staged before the clock starts (diagnostics). */
@@ -231,9 +240,10 @@ static int restore(const char *mode, unsigned long mib, const char *cg, const ch
 		fill(want, i);
 		bad += memcmp(want, mem + i * PG, PG) != 0;
 	}
-	printf("RESULT mode=%s%s mib=%lu swapped_mib=%ld secs=%.3f advise_secs=%.3f mbps=%.1f dev_reads=%llu dev_read_mib=%.1f staging_hits=%llu staging_misses=%llu bad_pages=%lu\n",
+	printf("RESULT mode=%s%s mib=%lu swapped_mib=%ld secs=%.3f advise_secs=%.3f mbps=%.1f dev_reads=%llu dev_read_mib=%.1f staging_hits=%llu staging_misses=%llu bad_pages=%lu po_secs=%.3f off_secs=%.3f po_cur_mib=%lld\n",
 	       mode, frag ? "-frag" : "", mib, swapped >> 8, t1 - t0, tw - t0, mib * 1048576.0 / 1e6 / (t1 - t0), d1[0] - d0[0],
-	       (d1[2] - d0[2]) / 2048.0, t1s[3] - t0s[3], t1s[4] - t0s[4], bad);
+	       (d1[2] - d0[2]) / 2048.0, t1s[3] - t0s[3], t1s[4] - t0s[4], bad, o1 - o0, o2 - o0,
+	       cur_po >> 20);
 	printf("# vmstat during the restore:");
 	for (i = 0; i < NVM; i++)
 		printf(" %s=%llu", vm_keys[i], v1[i] - v0[i]);

@@ -80,6 +80,10 @@ struct pagetier_cgroup_stat {
 	__u64 read_errors;	/* pages whose read failed */
 	/* demand reads by latency: [0] < 1 us, [i] < 2^i us, [19] >= 2^18 us */
 	__u64 read_latency[PAGETIER_LAT_BUCKETS];
+	/* Since PAGETIER_FEAT_WRITE_BUFFER (an entry_size of 312 bytes gets them all): */
+	__u64 buffered_writes;	/* pages whose write completed at once (write buffer) */
+	__u64 direct_writes;	/* pages written through to the device before completing */
+	__u64 buffer_hits;	/* pages demand reads found in the write buffer */
 };
 
 /*
@@ -172,6 +176,7 @@ struct pagetier_scan {
 #define PAGETIER_FEAT_PREFETCH		_BITULL(17)	/* PAGETIER_IOC_PREFETCH */
 #define PAGETIER_FEAT_EVENTS		_BITULL(18)	/* event ring, PAGETIER_IOC_EVENTS */
 #define PAGETIER_FEAT_TIER_STATS	_BITULL(19)	/* the longer pagetier_cgroup_stat */
+#define PAGETIER_FEAT_WRITE_BUFFER	_BITULL(20)	/* write buffer, buffered_writes... */
 
 /* flags of pagetier_prefetch */
 #define PAGETIER_PREFETCH_WAIT		_BITUL(0)	/* return once the reads are done */

@@ -3,8 +3,10 @@
  * tier_log_test.c - kselftests of the log-structured tier: integrity under a random mix
  * of writes, reads and discards from concurrent writers, garbage collection of a nearly
  * full and fragmented tier, per-cgroup placement on the backing device, coalesced
- * writes, the staging cache and PAGETIER_IOC_PREFETCH (with its validation), and a
- * swap round trip restored with PREFETCH + MADV_WILLNEED.
+ * writes, the staging cache and PAGETIER_IOC_PREFETCH (with its validation), a swap
+ * round trip restored with PREFETCH + MADV_WILLNEED, and the write buffer (flushes, FUA,
+ * a full buffer). Every test runs twice: with the module's write buffer, and without
+ * one (write_buffer_mib=0), the path a write takes when the buffer is full.
  *
  * Needs root, pagetier.ko loaded and a scratch block device whose contents are
  * destroyed: $PAGETIER_TEST_BACKING, default /dev/nvme0n1. The tiers are small (module
@@ -87,9 +89,22 @@ FIXTURE(log) {
 	bool zswap_was_on;
 };
 
+/* The write buffer of the fixture's tier: NULL = the module's default. */
+FIXTURE_VARIANT(log) {
+	const char *write_buffer_mib;
+};
+
+FIXTURE_VARIANT_ADD(log, buffered) {
+	.write_buffer_mib = NULL,
+};
+
+FIXTURE_VARIANT_ADD(log, direct) {
+	.write_buffer_mib = "0",
+};
+
 FIXTURE_SETUP(log)
 {
-	struct tu_param p[3] = { 0 };
+	struct tu_param p[4] = { 0 };
 	int ret;
 
 	self->ctl = -1;
@@ -102,10 +117,13 @@ FIXTURE_SETUP(log)
 	ASSERT_EQ(0, tu_param_set(&p[0], "max_capacity_mib", "32"));
 	ASSERT_EQ(0, tu_param_set(&p[1], "segment_kib", "256"));
 	ASSERT_EQ(0, tu_param_set(&p[2], "max_open_segments", "4"));
+	if (variant->write_buffer_mib)
+		ASSERT_EQ(0, tu_param_set(&p[3], "write_buffer_mib", variant->write_buffer_mib));
 	ret = tu_tier_create(self->ctl, tu_backing(), &self->c);
 	tu_param_restore(&p[0]);
 	tu_param_restore(&p[1]);
 	tu_param_restore(&p[2]);
+	tu_param_restore(&p[3]);
 	ASSERT_EQ(0, ret);
 	self->created = true;
 	snprintf(self->dev, sizeof(self->dev), "/dev/%s%u", PAGETIER_DISK_NAME,
@@ -152,6 +170,20 @@ TEST_F(log, geometry)
 	EXPECT_EQ(RS_N, tu_tier_stat(self->c.tier_id, "read_stat", v, 32));
 	EXPECT_EQ(20, tu_tier_stat(self->c.tier_id, "read_latency", v, 32));
 	EXPECT_EQ(IO_N, tu_tier_stat(self->c.tier_id, "io_stat", v, 32));
+	ASSERT_EQ(WB_N, tu_tier_stat(self->c.tier_id, "wb_stat", v, 32));
+	if (variant->write_buffer_mib) {
+		EXPECT_EQ(strtoull(variant->write_buffer_mib, NULL, 10) << 8, v[WB_MAX]);
+	} else {
+		EXPECT_LT(0ULL, v[WB_MAX]);
+	}
+	/* A write buffer is a volatile write cache: users that need it flush. */
+	if (v[WB_MAX]) {
+		char path[PATH_MAX], wc[32];
+
+		snprintf(path, sizeof(path), "/sys/block/%s/queue/write_cache", self->dev + 5);
+		ASSERT_EQ(0, tu_read_file(path, wc, sizeof(wc)));
+		EXPECT_EQ(0, strncmp(wc, "write back", 10)) TH_LOG("write_cache: %s", wc);
+	}
 	ASSERT_EQ(SS_N, tu_tier_stat(self->c.tier_id, "seg_stat", v, 32));
 	EXPECT_EQ((unsigned long long)SEG_KIB << 10, v[SS_SEG_BYTES]);
 	EXPECT_EQ(v[SS_SEGS], v[SS_FREE]);
@@ -399,6 +431,9 @@ static int place_writer(const char *dev, const char *cg, unsigned int who, uint6
 	for (i = 0; i < runs; i++)
 		if (write_pages(fd, buf, 100 + who, (order[i] * 2 + who) * 8, 8, gen))
 			return 4;
+	/* The test reads the backing device: out of the write buffer first. */
+	if (fsync(fd))
+		return 5;
 	close(fd);
 	return 0;
 }
@@ -560,11 +595,17 @@ TEST_F(log, coalesced_writes)
 	ASSERT_EQ(0, tu_bdev_stat(tu_backing(), b0));
 	ASSERT_EQ(IO_N, tu_tier_stat(self->c.tier_id, "io_stat", io0, IO_N));
 	ASSERT_EQ(0, aio_run(ctx, cb, AIO_N));
+	ASSERT_EQ(0, fsync(fd));	/* what the write buffer holds goes out */
 	ASSERT_EQ(0, tu_bdev_stat(tu_backing(), b1));
 	ASSERT_EQ(IO_N, tu_tier_stat(self->c.tier_id, "io_stat", io1, IO_N));
 	TH_LOG("%u page writes: %llu write bios to the backing device, %llu write requests there",
 	       AIO_N, io1[IO_WB_BIOS] - io0[IO_WB_BIOS], b1[4] - b0[4]);
-	EXPECT_EQ((unsigned long long)AIO_N, io1[IO_WB_BIOS] - io0[IO_WB_BIOS]);
+	/* Without a buffer, one clone each that the device merges; with one, runs. */
+	if (variant->write_buffer_mib) {
+		EXPECT_EQ((unsigned long long)AIO_N, io1[IO_WB_BIOS] - io0[IO_WB_BIOS]);
+	} else {
+		EXPECT_GE((unsigned long long)AIO_N / 8, io1[IO_WB_BIOS] - io0[IO_WB_BIOS]);
+	}
 	EXPECT_GE((unsigned long long)AIO_N / 8, b1[4] - b0[4]);
 
 	/* Every page reads back, as a batch of reads too. */
@@ -732,6 +773,182 @@ TEST_F_TIMEOUT(log, write_discard_read_race, 120)
 	free(buf);
 }
 
+/* ---- the write buffer ---- */
+
+/* Counts the pages of @tag with generation @gen on the backing device's first @bytes. */
+static long backing_count(uint64_t tag, uint32_t gen, uint64_t bytes)
+{
+	const size_t chunk = 1 << 20;
+	char *buf = page_buf(chunk / PG);
+	uint64_t off, k;
+	long n = 0;
+	int fd;
+
+	fd = open(tu_backing(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (!buf || fd < 0)
+		return -1;
+	for (off = 0; off < bytes; off += chunk) {
+		if (pread(fd, buf, chunk, off) != (ssize_t)chunk)
+			break;
+		for (k = 0; k < chunk / PG; k++) {
+			uint64_t *w = (uint64_t *)(buf + k * PG);
+
+			if (w[0] == TU_MAGIC && w[1] == tag && w[3] == gen &&
+			    tu_check(w, tag, w[2], gen) == -1)
+				n++;
+		}
+	}
+	close(fd);
+	free(buf);
+	return n;
+}
+
+/*
+ * Flushes and FUA keep their meaning with a write buffer: after fsync() every page
+ * written before it is on the backing device (read behind the tier's back) and the
+ * buffer holds nothing; an O_DSYNC write (REQ_FUA) is not buffered at all.
+ */
+TEST_F(log, flush_and_fua)
+{
+	unsigned long long w0[WB_N], w1[WB_N], ss[SS_N];
+	uint32_t gen[64];
+	unsigned int k;
+	char *buf;
+	int fd;
+
+	NEED_TIER();
+	buf = page_buf(64);
+	ASSERT_NE(NULL, buf);
+	for (k = 0; k < 64; k++)
+		gen[k] = 3;
+	fd = open(self->dev, O_RDWR | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(WB_N, tu_tier_stat(self->c.tier_id, "wb_stat", w0, WB_N));
+	ASSERT_EQ(0, write_pages(fd, buf, 31, 0, 64, gen));
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(WB_N, tu_tier_stat(self->c.tier_id, "wb_stat", w1, WB_N));
+	ASSERT_EQ(SS_N, tu_tier_stat(self->c.tier_id, "seg_stat", ss, SS_N));
+	TH_LOG("64 pages: %llu buffered, %llu direct; after fsync %llu held, %llu flush waits",
+	       w1[WB_BUFFERED] - w0[WB_BUFFERED], w1[WB_DIRECT] - w0[WB_DIRECT], w1[WB_HELD],
+	       w1[WB_FLUSH_WAITS] - w0[WB_FLUSH_WAITS]);
+	EXPECT_EQ(64ULL, w1[WB_BUFFERED] - w0[WB_BUFFERED] + w1[WB_DIRECT] - w0[WB_DIRECT]);
+	if (!variant->write_buffer_mib) {
+		EXPECT_EQ(64ULL, w1[WB_BUFFERED] - w0[WB_BUFFERED]);
+	}
+	EXPECT_EQ(0ULL, w1[WB_HELD]);
+	EXPECT_EQ(64, backing_count(31, 3, ss[SS_BACKING_USED]));
+	close(fd);
+
+	/* O_DSYNC: REQ_FUA, written through, on the device when the write returns. */
+	fd = open(self->dev, O_RDWR | O_DIRECT | O_DSYNC | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	for (k = 0; k < 16; k++)
+		gen[k] = 4;
+	ASSERT_EQ(WB_N, tu_tier_stat(self->c.tier_id, "wb_stat", w0, WB_N));
+	ASSERT_EQ(0, write_pages(fd, buf, 32, 100, 16, gen));
+	ASSERT_EQ(WB_N, tu_tier_stat(self->c.tier_id, "wb_stat", w1, WB_N));
+	EXPECT_EQ(16ULL, w1[WB_DIRECT] - w0[WB_DIRECT]);
+	EXPECT_EQ(0ULL, w1[WB_BUFFERED] - w0[WB_BUFFERED]);
+	EXPECT_EQ(16, backing_count(32, 4, ss[SS_BACKING_USED]));
+	EXPECT_EQ(-1, read_check(fd, buf, 32, 100, 16, gen));
+	close(fd);
+	free(buf);
+}
+
+#define FULL_WRITERS	4
+#define FULL_MIB	4
+
+/* Writes FULL_MIB at once (16 bios of 1 MiB), 4 times, over its own quarter. */
+static int full_writer(const char *dev, uint32_t *gen, unsigned int w)
+{
+	uint64_t first = w * (NSLOTS / FULL_WRITERS), n = FULL_MIB * 256, round;
+	char *buf = page_buf(n);
+	int fd;
+
+	fd = open(dev, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (!buf || fd < 0)
+		return 2;
+	for (round = 0; round < 4; round++) {
+		for (uint64_t k = 0; k < n; k++)
+			gen[first + k]++;
+		if (write_pages(fd, buf, w, first, n, &gen[first]))
+			return 3;
+		if (read_check(fd, buf, w, first, n, &gen[first]) >= 0)
+			return 4;
+	}
+	close(fd);
+	free(buf);
+	return 0;
+}
+
+/*
+ * A full write buffer never stalls a writer: a write that does not fit goes through to
+ * the device. With a 1 MiB buffer, four writers of 4 MiB at once: some writes were
+ * buffered, some found it full and went direct, every page reads back, and after a
+ * flush the buffer is empty.
+ */
+TEST_F_TIMEOUT(log, buffer_full_goes_direct, 120)
+{
+	unsigned long long w[WB_N];
+	struct tu_param p[4] = { 0 };
+	unsigned int i;
+	int ret, fd;
+	uint64_t s;
+	char *buf;
+
+	NEED_TIER();
+	/* A tier of its own, with the smallest buffer. */
+	ASSERT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
+	self->created = false;
+	ASSERT_EQ(0, tu_param_set(&p[0], "max_capacity_mib", "32"));
+	ASSERT_EQ(0, tu_param_set(&p[1], "segment_kib", "256"));
+	ASSERT_EQ(0, tu_param_set(&p[2], "max_open_segments", "4"));
+	ASSERT_EQ(0, tu_param_set(&p[3], "write_buffer_mib", "1"));
+	ret = tu_tier_create(self->ctl, tu_backing(), &self->c);
+	for (i = 0; i < 4; i++)
+		tu_param_restore(&p[i]);
+	ASSERT_EQ(0, ret);
+	self->created = true;
+	snprintf(self->dev, sizeof(self->dev), "/dev/%s%u", PAGETIER_DISK_NAME,
+		 self->c.tier_id);
+	ASSERT_EQ(0, tu_wait_node(self->dev));
+
+	for (i = 0; i < FULL_WRITERS; i++) {
+		self->kid[i] = fork();
+		ASSERT_LE(0, self->kid[i]);
+		if (!self->kid[i])
+			_exit(full_writer(self->dev, self->gen, i));
+	}
+	for (i = 0; i < FULL_WRITERS; i++)
+		EXPECT_EQ(0, tu_wait_exit(&self->kid[i])) TH_LOG("writer %u failed", i);
+	ASSERT_EQ(WB_N, tu_tier_stat(self->c.tier_id, "wb_stat", w, WB_N));
+	TH_LOG("%llu pages buffered, %llu direct, %llu writes found the buffer full",
+	       w[WB_BUFFERED], w[WB_DIRECT], w[WB_FULL]);
+	EXPECT_EQ(256ULL, w[WB_MAX]);
+	EXPECT_LT(0ULL, w[WB_BUFFERED]);
+	EXPECT_LT(0ULL, w[WB_DIRECT]);
+	EXPECT_LT(0ULL, w[WB_FULL]);
+	EXPECT_EQ((unsigned long long)FULL_WRITERS * FULL_MIB * 256 * 4,
+		  w[WB_BUFFERED] + w[WB_DIRECT]);
+	fd = open(self->dev, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	ASSERT_EQ(WB_N, tu_tier_stat(self->c.tier_id, "wb_stat", w, WB_N));
+	EXPECT_EQ(0ULL, w[WB_HELD]);
+	buf = page_buf(FULL_MIB * 256);
+	ASSERT_NE(NULL, buf);
+	fd = open(self->dev, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	for (i = 0; i < FULL_WRITERS; i++) {
+		s = i * (NSLOTS / FULL_WRITERS);
+		EXPECT_EQ(-1, read_check(fd, buf, i, s, FULL_MIB * 256, &self->gen[s]))
+			TH_LOG("writer %u's pages", i);
+	}
+	close(fd);
+	free(buf);
+}
+
 /* ---- prefetch and the staging cache ---- */
 
 #define PF_PAGES	1024	/* 4 MiB */
@@ -755,6 +972,9 @@ static int cg_writer(const char *dev, const char *cg, uint64_t first, unsigned i
 	for (i = 0; i < n; i += 64)
 		if (write_pages(fd, buf, 50, first + i, 64, gen))
 			return 4;
+	/* On the device, where prefetch reads (a buffered page is read from memory). */
+	if (fsync(fd))
+		return 5;
 	close(fd);
 	return 0;
 }
@@ -1074,7 +1294,7 @@ static int swap_child(const char *cg, int report, int go)
 
 TEST_F_TIMEOUT(log, swap_prefetch_willneed, 240)
 {
-	unsigned long long r0[RS_N], r1[RS_N], b0[11], b1[11];
+	unsigned long long r0[RS_N], r1[RS_N], b0[11], b1[11], w0[WB_N], w1[WB_N];
 	struct pagetier_cgroup_stat st;
 	struct pagetier_prefetch pf;
 	int report[2], go[2];
@@ -1112,6 +1332,7 @@ TEST_F_TIMEOUT(log, swap_prefetch_willneed, 240)
 	TH_LOG("memory.current %lld after reclaim", tu_cg_reclaim(self->cg[0], 1 << 20));
 
 	ASSERT_EQ(RS_N, tu_tier_stat(self->c.tier_id, "read_stat", r0, RS_N));
+	ASSERT_EQ(WB_N, tu_tier_stat(self->c.tier_id, "wb_stat", w0, WB_N));
 	ASSERT_EQ(0, tu_bdev_stat(tu_backing(), b0));
 	ASSERT_EQ(0, tu_prefetch(self->ctl, self->c.tier_id, self->cgid[0], 0, 0, &pf));
 	TH_LOG("prefetch planned %llu MiB", (unsigned long long)pf.planned_bytes >> 20);
@@ -1127,10 +1348,12 @@ TEST_F_TIMEOUT(log, swap_prefetch_willneed, 240)
 	       r1[RS_READS] - r0[RS_READS], r1[RS_HITS] - r0[RS_HITS],
 	       r1[RS_MISSES] - r0[RS_MISSES], r1[RS_PREEMPTED] - r0[RS_PREEMPTED],
 	       b1[0] - b0[0], (b1[2] - b0[2]) / 2);
-	/* Every page came from the cache or from the device, once. */
+	ASSERT_EQ(WB_N, tu_tier_stat(self->c.tier_id, "wb_stat", w1, WB_N));
+	/* Every page came from the cache, the device or the write buffer, once. */
 	EXPECT_LE((unsigned long long)swapped,
-		  r1[RS_HITS] - r0[RS_HITS] + r1[RS_MISSES] - r0[RS_MISSES]);
-	EXPECT_EQ(st.staging_hits + st.staging_misses, st.demand_read_pages);
+		  r1[RS_HITS] - r0[RS_HITS] + r1[RS_MISSES] - r0[RS_MISSES] +
+		  w1[WB_HITS] - w0[WB_HITS]);
+	EXPECT_EQ(st.staging_hits + st.staging_misses + st.buffer_hits, st.demand_read_pages);
 	/* Large reads either way: far fewer than one per page. */
 	EXPECT_GE((unsigned long long)swapped / 16, b1[0] - b0[0]);
 }

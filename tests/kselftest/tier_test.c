@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
@@ -329,11 +330,13 @@ FIXTURE(tier) {
 	char dm_name[64];		/* device-mapper device made by the test */
 	bool err_created;		/* a second tier, over dm_name */
 	__u32 err_tier;
+	int fd;				/* a test's descriptor of a tier, if not -1 */
 };
 
 FIXTURE_SETUP(tier)
 {
 	self->ctl = -1;
+	self->fd = -1;
 	if (!tu_have_backing())
 		SKIP(return, "no backing block device %s (set PAGETIER_TEST_BACKING)",
 		     tu_backing());
@@ -353,6 +356,8 @@ FIXTURE_TEARDOWN(tier)
 
 	for (i = 0; i < 2; i++)
 		tu_reap(&self->kid[i]);
+	if (self->fd >= 0)
+		close(self->fd);
 	if (self->swapped_on) {
 		snprintf(cmd, sizeof(cmd), "swapoff %s", self->swap_dev);
 		EXPECT_EQ(0, system(cmd));
@@ -701,12 +706,16 @@ TEST_F_TIMEOUT(tier, rw_discard_attribution, 300)
 
 /*
  * Replaces the fixture's tier by one over a device-mapper device whose first 4 MiB map
- * to the backing device and whose rest fails every I/O (dm "error" target).
+ * to the backing device and whose rest fails every I/O (dm "error" target), with a write
+ * buffer of @wb_mib ("0": none, the path a write takes when the buffer is full; NULL:
+ * the module's default).
  */
-static int make_error_tier(FIXTURE_DATA(tier) *self, char *dev, size_t len)
+static int make_error_tier(FIXTURE_DATA(tier) *self, char *dev, size_t len,
+			   const char *wb_mib)
 {
 	struct pagetier_tier_create c;
 	char cmd[PATH_MAX * 2], dm_path[96];
+	struct tu_param p = { 0 };
 	int ret;
 
 	if (self->created) {
@@ -729,7 +738,10 @@ static int make_error_tier(FIXTURE_DATA(tier) *self, char *dev, size_t len)
 		return -EIO;
 	}
 	snprintf(dm_path, sizeof(dm_path), "/dev/mapper/%s", self->dm_name);
+	if (wb_mib && tu_param_set(&p, "write_buffer_mib", wb_mib))
+		return -EIO;
 	ret = tu_tier_create(self->ctl, dm_path, &c);
+	tu_param_restore(&p);
 	if (ret)
 		return ret;
 	self->err_created = true;
@@ -739,11 +751,12 @@ static int make_error_tier(FIXTURE_DATA(tier) *self, char *dev, size_t len)
 }
 
 /*
- * Writes go to the end of the log, so they reach the failing part of the device once
- * the working 4 MiB (four 1 MiB segments) is full: that write fails, the error reaches
- * the writer, its slots hold nothing, and the segment is retired. Then the second
- * megabyte starts failing reads too (the table changes under the tier): reads of the
- * pages there fail, and only those.
+ * Without a write buffer (the path of a write that finds it full): writes go to the
+ * end of the log, so they reach the failing part of the device once the working 4 MiB
+ * (four 1 MiB segments) is full: that write fails, the error reaches the writer, its
+ * slots hold nothing, and the segment is retired. Then the second megabyte starts
+ * failing reads too (the table changes under the tier): reads of the pages there fail,
+ * and only those.
  */
 TEST_F(tier, backing_errors)
 {
@@ -756,7 +769,7 @@ TEST_F(tier, backing_errors)
 	int fd, ret;
 
 	NEED_TIER();
-	ret = make_error_tier(self, dev, sizeof(dev));
+	ret = make_error_tier(self, dev, sizeof(dev), "0");
 	if (ret == -ENOSYS)
 		SKIP(return, "needs dmsetup and dm-mod");
 	ASSERT_EQ(0, ret);
@@ -903,25 +916,25 @@ static int swap_on(FIXTURE_DATA(tier) *self, const char *dev)
 }
 
 /*
- * Swap writes into the failing part of the backing device fail; swap must see it and
- * keep those pages in memory, so the process still reads back every byte.
+ * A process swaps out 32 MiB to a tier over a device that fails all but its first 4 MiB,
+ * with a write buffer of @wb_mib (see make_error_tier()), then reads every byte back.
  */
-TEST_F_TIMEOUT(tier, swap_write_error_keeps_pages, 300)
+static void swap_error_run(struct __test_metadata *_metadata, FIXTURE_DATA(tier) *self,
+			   const char *wb_mib)
 {
+	unsigned long long v[NSTAT], wb[WB_N];
 	struct pagetier_cgroup_stat st;
-	unsigned long long v[NSTAT];
 	int report[2], go[2], ret;
 	char dev[64], name[64];
 	uint64_t seed = 42;
 	long swapped;
-	uint64_t id[1];	/* an array: kept in memory across the harness's longjmp */
+	uint64_t id[1] = { 0 };	/* an array: kept in memory across the harness's longjmp */
 
-	NEED_TIER();
 	ret = swap_prepare(self);
 	if (ret == -EEXIST)
 		SKIP(return, "another swap device is active");
 	ASSERT_EQ(0, ret);
-	ret = make_error_tier(self, dev, sizeof(dev));
+	ret = make_error_tier(self, dev, sizeof(dev), wb_mib);
 	if (ret == -ENOSYS)
 		SKIP(return, "needs dmsetup and dm-mod");
 	ASSERT_EQ(0, ret);
@@ -942,17 +955,119 @@ TEST_F_TIMEOUT(tier, swap_write_error_keeps_pages, 300)
 	TH_LOG("%ld of %lu pages swapped out", swapped, SWAP_PAGES);
 
 	ASSERT_EQ(0, tier_stat(self->err_tier, v));
-	TH_LOG("tier: pages_stored %llu write_errors %llu", v[ST_PAGES], v[ST_WERR]);
+	ASSERT_EQ(WB_N, tu_tier_stat(self->err_tier, "wb_stat", wb, WB_N));
+	TH_LOG("tier: pages_stored %llu write_errors %llu; buffer: %llu write-back errors, %llu pages moved, %llu stuck",
+	       v[ST_PAGES], v[ST_WERR], wb[WB_ERRORS], wb[WB_MOVED], wb[WB_STUCK]);
 	EXPECT_LE(1ULL, v[ST_WERR]);
-	/* Only the working 4 MiB can hold pages: failed writes left nothing behind. */
-	EXPECT_GE(ERR_GOOD_SECTORS / 8, v[ST_PAGES]);
+	/*
+	 * Only the working 4 MiB can hold pages: failed writes left nothing behind, but
+	 * what the buffer acknowledged and could not place is kept there.
+	 */
+	EXPECT_GE(ERR_GOOD_SECTORS / 8 + wb[WB_STUCK], v[ST_PAGES]);
 	ASSERT_EQ(0, tu_cgroup_stat(self->ctl, self->err_tier, id[0], &st));
-	EXPECT_GE(ERR_GOOD_SECTORS / 8, st.pages_stored);
+	EXPECT_GE(ERR_GOOD_SECTORS / 8 + wb[WB_STUCK], st.pages_stored);
+	if (wb[WB_MAX]) {
+		EXPECT_LE(1ULL, wb[WB_ERRORS]);
+	}
 
 	ASSERT_EQ(1, write(go[1], "g", 1));
 	close(go[1]);
 	EXPECT_EQ(0, tu_wait_exit(&self->kid[0])) TH_LOG("a page whose swap write failed was lost");
 	close(report[0]);
+}
+
+/*
+ * Without a write buffer, swap writes into the failing part of the backing device fail;
+ * swap must see it and keep those pages in memory, so the process reads back every byte.
+ */
+TEST_F_TIMEOUT(tier, swap_write_error_keeps_pages, 300)
+{
+	NEED_TIER();
+	swap_error_run(_metadata, self, "0");
+}
+
+/*
+ * With the write buffer, swap writes complete at once and their write-backs fail later:
+ * the tier writes those pages elsewhere, or keeps them in the buffer while there is no
+ * room; when the buffer is full of them, writes go through and fail as above. Either
+ * way the process reads back every byte.
+ */
+TEST_F_TIMEOUT(tier, swap_writeback_error_keeps_pages, 300)
+{
+	NEED_TIER();
+	swap_error_run(_metadata, self, NULL);
+}
+
+/*
+ * With the write buffer, 8 MiB written to a tier whose device holds 4 MiB all succeed
+ * (the device-mapper device is suspended meanwhile, so that every write-back waits in it
+ * and the outcome does not depend on timing): once it resumes, the write-backs into the
+ * failing part fail, each failure retires a segment and the pages move on, and those
+ * that find no room stay in the buffer. Every page reads back, a flush reports that the
+ * device does not have them all (-EIO), and once they are discarded the buffer lets
+ * them go and a flush succeeds.
+ */
+TEST_F_TIMEOUT(tier, backing_errors_buffered, 120)
+{
+	unsigned long long v[NSTAT], wb[WB_N], ss[SS_N];
+	char dev[64], cmd[PATH_MAX], *buf;
+	__u64 whole[2] = { 0, 0 };
+	unsigned int chunk, k, i;
+	int fd, ret;
+
+	NEED_TIER();
+	ret = make_error_tier(self, dev, sizeof(dev), NULL);
+	if (ret == -ENOSYS)
+		SKIP(return, "needs dmsetup and dm-mod");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, posix_memalign((void **)&buf, PG, 16 * PG));
+	self->fd = fd = open(dev, O_RDWR | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	snprintf(cmd, sizeof(cmd), "dmsetup suspend %s", self->dm_name);
+	ASSERT_EQ(0, system(cmd));
+	/* 8 MiB: twice what the device can hold. */
+	for (chunk = 0; chunk < 128; chunk++) {
+		for (k = 0; k < 16; k++)
+			fill_page(buf + k * PG, 8, chunk * 48 + k);
+		ret = pwrite(fd, buf, 16 * PG, chunk * 48 * PG);
+		if (ret != (ssize_t)(16 * PG))
+			break;
+	}
+	snprintf(cmd, sizeof(cmd), "dmsetup resume %s", self->dm_name);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(128U, chunk) TH_LOG("chunk %u: %s", chunk, strerror(errno));
+	EXPECT_EQ(-1, fsync(fd));
+	EXPECT_EQ(EIO, errno);
+	ASSERT_EQ(WB_N, tu_tier_stat(self->err_tier, "wb_stat", wb, WB_N));
+	ASSERT_EQ(SS_N, tu_tier_stat(self->err_tier, "seg_stat", ss, SS_N));
+	ASSERT_EQ(0, tier_stat(self->err_tier, v));
+	TH_LOG("buffer: %llu write-back errors, %llu pages moved, %llu stuck; %llu bad segments, %llu write errors",
+	       wb[WB_ERRORS], wb[WB_MOVED], wb[WB_STUCK], ss[SS_BAD], v[ST_WERR]);
+	EXPECT_LE(1ULL, wb[WB_ERRORS]);
+	EXPECT_LE(1ULL, wb[WB_MOVED]);
+	EXPECT_LE(1ULL, wb[WB_STUCK]);
+	EXPECT_LE(1ULL, ss[SS_BAD]);
+	EXPECT_EQ(128 * 16ULL, v[ST_PAGES]);
+	for (chunk = 0; chunk < 128; chunk++) {
+		ASSERT_EQ((ssize_t)(16 * PG), pread(fd, buf, 16 * PG, chunk * 48 * PG))
+			TH_LOG("chunk %u: %s", chunk, strerror(errno));
+		for (k = 0; k < 16; k++)
+			EXPECT_EQ(-1, check_page(buf + k * PG, 8, chunk * 48 + k))
+				TH_LOG("chunk %u page %u", chunk, k);
+	}
+	/* Discarded, the stuck pages are let go (the flusher looks every 100 ms). */
+	whole[1] = 128 * 48 * PG;
+	ASSERT_EQ(0, ioctl(fd, BLKDISCARD, whole));
+	for (i = 0; i < 50; i++) {
+		ASSERT_EQ(WB_N, tu_tier_stat(self->err_tier, "wb_stat", wb, WB_N));
+		if (!wb[WB_HELD])
+			break;
+		usleep(100000);
+	}
+	EXPECT_EQ(0ULL, wb[WB_HELD]);
+	EXPECT_EQ(0ULL, wb[WB_STUCK]);
+	EXPECT_EQ(0, fsync(fd));
+	free(buf);
 }
 
 TEST_F_TIMEOUT(tier, swap_roundtrip_per_cgroup, 400)
@@ -1047,6 +1162,137 @@ TEST_F_TIMEOUT(tier, swap_roundtrip_per_cgroup, 400)
 	}
 	ASSERT_EQ(0, tier_stat(self->c.tier_id, v));
 	EXPECT_EQ(0ULL, v[ST_RERR] + v[ST_WERR]);
+}
+
+/* ---- reclaim frees what the tier stores, in the same pass ---- */
+
+#define PAGEOUT_MIB	64
+#define PAGEOUT_PAGES	(PAGEOUT_MIB * 256UL)
+
+/* "swapcached" of @cg's memory.stat in bytes, or -1. */
+static long long cg_swapcached(const char *cg)
+{
+	char path[PATH_MAX + 32], buf[8192], *p;
+
+	snprintf(path, sizeof(path), "%s/memory.stat", cg);
+	if (tu_read_file(path, buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, "\nswapcached ");
+	return p ? strtoll(p + 12, NULL, 10) : -1;
+}
+
+/*
+ * In a child: join @cg on one CPU (so MADV_PAGEOUT's own LRU drain reaches every page
+ * it faulted), fill PAGEOUT_MIB, then one MADV_PAGEOUT over it; report memory.current
+ * before and right after the call, swapcached and VmSwap right after; after a byte on
+ * @go, check every byte (swap-in).
+ */
+static int pageout_child(const char *cg, uint64_t seed, int report, int go)
+{
+	unsigned long i, bad = 0, half = PAGEOUT_PAGES / 2;
+	long long res[5];
+	cpu_set_t cpus;
+	char *mem, c;
+	long off;
+
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	if (tu_cg_enter(cg) || sched_setaffinity(0, sizeof(cpus), &cpus))
+		return 2;
+	/* 2 MiB aligned: the first half in THPs (where the kernel has them), the rest not. */
+	mem = mmap(NULL, (PAGEOUT_PAGES + 512) * PG, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return 3;
+	mem = (char *)(((uintptr_t)mem + (2UL << 20) - 1) & ~((2UL << 20) - 1));
+	madvise(mem, half * PG, MADV_HUGEPAGE);
+	if (madvise(mem + half * PG, half * PG, MADV_NOHUGEPAGE))
+		return 3;
+	for (i = 0; i < PAGEOUT_PAGES; i++)
+		tu_fill(mem + i * PG, seed, i, 1);
+	res[0] = tu_cg_num(cg, "memory.current");
+	if (madvise(mem, PAGEOUT_PAGES * PG, MADV_PAGEOUT))
+		return 4;
+	res[1] = tu_cg_num(cg, "memory.current");
+	res[2] = cg_swapcached(cg);
+	res[3] = tu_vmswap_pages();
+	res[4] = 0;
+	if (write(report, res, sizeof(res)) != sizeof(res))
+		return 5;
+	if (read(go, &c, 1) != 1)
+		return 6;
+	for (i = 0; i < PAGEOUT_PAGES; i++) {
+		off = tu_check(mem + i * PG, seed, i, 1);
+		if (off < 0)
+			continue;
+		if (bad++ < 8) {
+			uint64_t *w = (uint64_t *)(mem + i * PG);
+
+			fprintf(stderr, "page %lu differs at byte %ld: holds %s page %llu\n", i,
+				off, w[0] == TU_MAGIC ? "the" : "no", (unsigned long long)w[2]);
+		}
+	}
+	if (bad)
+		fprintf(stderr, "%lu pages differ\n", bad);
+	return bad ? 1 : 0;
+}
+
+/*
+ * A process in a memory cgroup pages out 64 MiB with one MADV_PAGEOUT: when the call
+ * returns, the cgroup's memory has dropped by what went to swap, and none of it stayed in
+ * the swap cache: the tier completed the writes in the pass that made them (the write
+ * buffer), so reclaim freed each page at once. Then every byte comes back.
+ */
+TEST_F_TIMEOUT(tier, pageout_frees_at_once, 300)
+{
+	unsigned long long wb[16];
+	int report[2], go[2], ret;
+	long long res[5], freed, swapped;
+	char name[64];
+	uint64_t id[1] = { 0 }, seed;
+
+	NEED_TIER();
+	ret = swap_prepare(self);
+	if (ret == -EEXIST)
+		SKIP(return, "another swap device is active");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, tu_cg_setup_root());
+	snprintf(name, sizeof(name), "pagetier-test-pageout-%d", getpid());
+	ASSERT_EQ(0, tu_cg_create(name, self->cg[0], sizeof(self->cg[0]), id));
+	ASSERT_EQ((ssize_t)sizeof(seed), getrandom(&seed, sizeof(seed), 0));
+	ASSERT_EQ(0, swap_on(self, self->dev));
+
+	ASSERT_EQ(0, pipe(report));
+	ASSERT_EQ(0, pipe(go));
+	self->kid[0] = fork();
+	ASSERT_LE(0, self->kid[0]);
+	if (!self->kid[0])
+		_exit(pageout_child(self->cg[0], seed, report[1], go[0]));
+	close(report[1]);
+	close(go[0]);
+	ASSERT_EQ((ssize_t)sizeof(res), read(report[0], res, sizeof(res)))
+		TH_LOG("the child died before paging out");
+	freed = res[0] - res[1];
+	swapped = res[3] * (long long)PG;
+	memset(wb, 0, sizeof(wb));
+	tu_tier_stat(self->c.tier_id, "wb_stat", wb, 16);	/* for the log only */
+	TH_LOG("MADV_PAGEOUT of %d MiB: %lld MiB swapped, memory.current %lld -> %lld MiB (freed %lld MiB), swapcached %lld MiB",
+	       PAGEOUT_MIB, swapped >> 20, res[0] >> 20, res[1] >> 20, freed >> 20,
+	       res[2] >> 20);
+	TH_LOG("wb_stat: %llu buffered, %llu direct pages, %llu full, %llu held",
+	       wb[0], wb[1], wb[2], wb[3]);
+	/* The call reached (nearly) every page. */
+	EXPECT_LE((long long)(PAGEOUT_PAGES * PG * 9 / 10), swapped);
+	/* What went to swap left memory with the call ... */
+	EXPECT_LE(swapped * 9 / 10, freed);
+	/* ... and the swap cache holds (nearly) nothing: at most 1/32 of it. */
+	EXPECT_LE(0, res[2]);
+	EXPECT_GE((long long)(PAGEOUT_PAGES * PG / 32), res[2]);
+
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	close(go[1]);
+	EXPECT_EQ(0, tu_wait_exit(&self->kid[0])) TH_LOG("a page came back wrong");
+	close(report[0]);
 }
 
 TEST_HARNESS_MAIN

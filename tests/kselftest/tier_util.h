@@ -130,6 +130,11 @@ enum {	/* io_stat */
 	IO_GC_RBYTES, IO_GC_WBYTES, IO_GC_BIOS, IO_N,
 };
 
+enum {	/* wb_stat */
+	WB_BUFFERED, WB_DIRECT, WB_FULL, WB_HELD, WB_MAX, WB_FLUSH_BIOS, WB_FLUSH_BYTES,
+	WB_DROPPED, WB_ERRORS, WB_MOVED, WB_STUCK, WB_FLUSH_WAITS, WB_HITS, WB_N,
+};
+
 /* /sys/block/<dev>/stat of a block device path: [0] reads, [4] writes completed. */
 static inline int tu_bdev_stat(const char *dev, unsigned long long v[11])
 {

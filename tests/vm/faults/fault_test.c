@@ -7,16 +7,22 @@
  *
  *   fault_test DEVICE
  *
- * 1. Raw I/O: 16 MiB written in 64 KiB chunks, retrying a chunk that fails (as swap
+ * 1. Raw I/O without a write buffer (write_buffer_mib=0, the path of a write that finds
+ *    it full): 16 MiB written in 64 KiB chunks, retrying a chunk that fails (as swap
  *    does). The tier places chunks at the end of its log, so the writes that land in the
  *    failing area fail (EIO; QEMU's NVMe reports blkdebug's EIO as a media error,
  *    ENODATA), each retires one segment, and the retry lands further on: no data is
  *    lost. Reading everything back, exactly the chunks stored in the failing-read
  *    megabyte fail; every other byte matches.
- * 2. Swap: a process in a cgroup offloads 64 MiB to the tier; swap writes that fail
- *    leave the page in memory (the kernel redirties it) and it goes out again later.
- *    Back in, only the pages stored in the failing-read megabyte fault with SIGBUS
- *    (the kernel's report of a failed swap-in); every other byte matches.
+ * 2. Raw I/O with the write buffer: every write succeeds at once; the write-backs that
+ *    land in the failing area fail, retire their segments, and the tier writes those
+ *    pages further on, so a flush succeeds: nothing was lost. Reads fail only for the
+ *    chunks with pages in the failing-read megabyte; every other byte matches.
+ * 3. Swap (with the write buffer): a process in a cgroup offloads 64 MiB to the tier;
+ *    write-backs that fail are written elsewhere, and a swap write that fails (none
+ *    with the buffer, normally) would leave the page in memory. Back in, only the pages
+ *    stored in the failing-read megabyte fault with SIGBUS (the kernel's report of a
+ *    failed swap-in); every other byte matches.
  * After both: the counters show the errors, and the caller checks that the module
  * unloads and the kernel log has the errors and no oops.
  */
@@ -83,10 +89,14 @@ static void raw_test(int ctl, const char *backing)
 	unsigned int c, k, failed_writes = 0, failed_reads = 0, bad_data = 0, tries;
 	unsigned int lo = ~0U, hi = 0;
 	struct pagetier_tier_create t;
+	struct tu_param p = { 0 };
 	char dev[64], *buf;
 	int fd, ret;
 
-	ret = tu_tier_create(ctl, backing, &t);
+	ret = tu_param_set(&p, "write_buffer_mib", "0");
+	if (!ret)
+		ret = tu_tier_create(ctl, backing, &t);
+	tu_param_restore(&p);
 	tap(!ret, "raw: tier created over the faulty namespace %s (%d)", backing, ret);
 	if (ret)
 		return;
@@ -151,7 +161,75 @@ static void raw_test(int ctl, const char *backing)
 	free(buf);
 }
 
-/* ---- 2. swap ---- */
+/* ---- 2. raw I/O through the write buffer ---- */
+
+static void raw_buffered_test(int ctl, const char *backing)
+{
+	unsigned long long ts[10], ss[11], wb[WB_N];
+	unsigned int c, k, failed_writes = 0, failed_reads = 0, bad_data = 0;
+	struct pagetier_tier_create t;
+	char dev[64], *buf;
+	int fd, ret;
+
+	ret = tu_tier_create(ctl, backing, &t);
+	tap(!ret, "buffered: tier created (%d)", ret);
+	if (ret)
+		return;
+	snprintf(dev, sizeof(dev), "/dev/pagetier%u", t.tier_id);
+	if (tu_wait_node(dev) || posix_memalign((void **)&buf, PG, CHUNK_PAGES * PG)) {
+		tap(false, "buffered: %s appears", dev);
+		return;
+	}
+	fd = open(dev, O_RDWR | O_DIRECT | O_CLOEXEC);
+	for (c = 0; c < RAW_CHUNKS; c++) {
+		for (k = 0; k < CHUNK_PAGES; k++)
+			tu_fill(buf + k * PG, 3, c * CHUNK_PAGES + k, 0);
+		ret = pwrite(fd, buf, CHUNK_PAGES * PG, (off_t)c * CHUNK_PAGES * PG);
+		failed_writes += ret != (int)(CHUNK_PAGES * PG);
+	}
+	tap(!failed_writes, "buffered: 16 MiB written, no write failed (%u failed)", failed_writes);
+	ret = fsync(fd);
+	tap(!ret, "buffered: a flush succeeds: every page reached the device (%s)",
+	    ret ? strerror(errno) : "ok");
+	tu_tier_stat(t.tier_id, "tier_stat", ts, 10);
+	tu_tier_stat(t.tier_id, "seg_stat", ss, 11);
+	tu_tier_stat(t.tier_id, "wb_stat", wb, WB_N);
+	diag("wb_stat: %llu buffered, %llu direct, %llu write-back errors, %llu pages moved, %llu stuck, %llu held; %llu bad segments",
+	     wb[WB_BUFFERED], wb[WB_DIRECT], wb[WB_ERRORS], wb[WB_MOVED], wb[WB_STUCK], wb[WB_HELD],
+	     ss[4]);
+	/*
+	 * Each failing segment is retired; a write-back the device merged with one into a
+	 * failing neighbour fails with it and retires a good segment too (nothing is lost:
+	 * its pages move on as well).
+	 */
+	tap(wb[WB_ERRORS] >= WERR_LEN_MIB && wb[WB_MOVED] > 0 && !wb[WB_STUCK] && !wb[WB_HELD] &&
+	    ss[4] >= WERR_LEN_MIB && ss[4] <= 2 * WERR_LEN_MIB && ts[7] == wb[WB_ERRORS],
+	    "buffered: failed write-backs retired the %d failing segments and their pages moved on",
+	    WERR_LEN_MIB);
+
+	for (c = 0; c < RAW_CHUNKS; c++) {
+		ret = pread(fd, buf, CHUNK_PAGES * PG, (off_t)c * CHUNK_PAGES * PG);
+		if (ret < 0 && (errno == EIO || errno == ENODATA)) {
+			failed_reads++;
+			continue;
+		}
+		for (k = 0; k < CHUNK_PAGES; k++)
+			bad_data += (tu_check(buf + k * PG, 3, c * CHUNK_PAGES + k, 0) >= 0);
+	}
+	/* 256 pages in the failing megabyte: 16 chunks, a few more where pages moved. */
+	tap(failed_reads >= 16 && failed_reads <= 32,
+	    "buffered: reads fail only for chunks with pages in the failing megabyte (%u)",
+	    failed_reads);
+	tap(!bad_data, "buffered: every other page reads back intact (%u bad pages)", bad_data);
+	tu_tier_stat(t.tier_id, "tier_stat", ts, 10);
+	tap(ts[0] == RAW_CHUNKS * CHUNK_PAGES, "buffered: every page is stored (%llu)", ts[0]);
+	close(fd);
+	ret = tu_tier_destroy(ctl, t.tier_id);
+	tap(!ret, "buffered: tier destroyed (%d)", ret);
+	free(buf);
+}
+
+/* ---- 3. swap ---- */
 
 static sigjmp_buf jb;
 static volatile char *fault_addr;
@@ -298,6 +376,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	raw_test(ctl, argv[1]);
+	raw_buffered_test(ctl, argv[1]);
 	swap_test(ctl, argv[1]);
 	close(ctl);
 	printf("1..%d\n", tap_n);

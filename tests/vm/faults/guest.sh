@@ -34,18 +34,21 @@ pt_step "fault_test" 120 "$out/faults.tap" "$bin" "$dev" || rc=1
 	n=$(grep -c 'pagetier: pagetier[0-9]*: write of .* failed' "$out/dmesg.txt")
 	[ "$n" -gt 0 ] && echo "ok 2 write errors are logged ($n lines)" ||
 		echo "not ok 2 write errors are logged"
+	n=$(grep -c 'pagetier: pagetier[0-9]*: write-back of .* failed' "$out/dmesg.txt")
+	[ "$n" -gt 0 ] && echo "ok 3 write-back errors of the write buffer are logged ($n lines)" ||
+		echo "not ok 3 write-back errors of the write buffer are logged"
 	n=$(grep -c 'pagetier: pagetier[0-9]*: read of .* failed' "$out/dmesg.txt")
-	[ "$n" -gt 0 ] && echo "ok 3 read errors are logged ($n lines)" ||
-		echo "not ok 3 read errors are logged"
+	[ "$n" -gt 0 ] && echo "ok 4 read errors are logged ($n lines)" ||
+		echo "not ok 4 read errors are logged"
 	bad=$(grep -E 'BUG:|WARNING:|Oops|general protection|Call Trace:' "$out/dmesg.txt")
 	if [ -z "$bad" ]; then
-		echo "ok 4 kernel log free of BUG, WARNING, Oops and call traces"
+		echo "ok 5 kernel log free of BUG, WARNING, Oops and call traces"
 	else
-		echo "not ok 4 kernel log free of BUG, WARNING, Oops and call traces"
+		echo "not ok 5 kernel log free of BUG, WARNING, Oops and call traces"
 		echo "$bad" | head -20 | sed 's/^/#   /'
 	fi
 	grep -E 'pagetier|Write-error|Read-error|I/O error' "$out/dmesg.txt" | head -12 | sed 's/^/# /'
-	echo "1..4"
+	echo "1..5"
 } 2>&1 | tee "$out/module.tap"
 grep -q '^not ok' "$out/module.tap" && rc=1
 echo "$rc" >"$out/guest.rc"
