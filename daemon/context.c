@@ -528,18 +528,38 @@ static void run_trim(struct pt_job *job)
 	a->ms = pt_now_ms() - t0;
 }
 
-struct pt_action *pt_context_trim_prefetch(struct pt_context *ctx)
+/*
+ * Swap cache nobody maps while it is idle: pages its timers' faults read ahead, or a
+ * prefetch it never touched. They are on the tier already, so they go at no write cost.
+ * memory.stat's anon counts mapped anonymous pages only, so swapcached - anon is a lower
+ * bound on the unmapped part: trimming no more than that never takes a mapped page's worth.
+ */
+static uint64_t stray_swapcache(const struct pt_context *ctx)
+{
+	const struct pt_cgroup_sample *s = &ctx->sample;
+
+	return s->swapcached > s->anon ? s->swapcached - s->anon : 0;
+}
+
+struct pt_action *pt_context_trim(struct pt_context *ctx)
 {
 	uint64_t bytes;
 	struct pt_action *a;
 
-	if (!ctx->hot_ok || !ctx->hot.unused_prefetched || ctx->busy ||
-	    ctx->idle.state != PT_STATE_ACTIVE)
+	if (!ctx->hot_ok || ctx->busy)
 		return NULL;
-	bytes = ctx->hot.unused_prefetched << ctx->hot.chunk_shift;
-	ctx->hot.unused_prefetched = 0;
-	if (ctx->sample.swapcached < (1ULL << 20))
+	if (ctx->idle.state == PT_STATE_IDLE && ctx->n_offloads) {
+		bytes = stray_swapcache(ctx);
+		if (bytes < PT_IDLE_STRAY_SWAPCACHE)
+			return NULL;
+	} else if (ctx->idle.state == PT_STATE_ACTIVE && ctx->hot.unused_prefetched) {
+		bytes = ctx->hot.unused_prefetched << ctx->hot.chunk_shift;
+		ctx->hot.unused_prefetched = 0;
+		if (ctx->sample.swapcached < (1ULL << 20))
+			return NULL;
+	} else {
 		return NULL;
+	}
 	a = new_action(ctx, PT_JOB_TRIM);
 	if (a)
 		a->budget = bytes < ctx->sample.swapcached ? bytes : ctx->sample.swapcached;

@@ -192,12 +192,16 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
 struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval_ms,
 				  uint64_t max_bytes);
 /*
- * What the last wake's prefetch brought back that was not used within the measuring window
- * sits in the swap cache, unmapped, where MADV_PAGEOUT cannot reach it: drop that much of
- * the swap cache with memory.reclaim (never-used pages are the coldest it has). NULL when
- * there is nothing to drop.
+ * Swap cache that nobody maps, where MADV_PAGEOUT cannot reach it, dropped with
+ * memory.reclaim of that much (unmapped, written-back pages are the coldest it has):
+ * - active: what the last wake's prefetch brought back and was not used within the
+ *   measuring window;
+ * - idle, after its offload: what its timers' faults read ahead around the pages they
+ *   touched, when that exceeds PT_IDLE_STRAY_SWAPCACHE (swapcached - anon, a lower bound).
+ * NULL when there is nothing to drop.
  */
-struct pt_action *pt_context_trim_prefetch(struct pt_context *ctx);
+#define PT_IDLE_STRAY_SWAPCACHE	(2ULL << 20)
+struct pt_action *pt_context_trim(struct pt_context *ctx);
 /* Pages out these chunks (the global victim order chose them); takes @ids (malloc'd). */
 struct pt_action *pt_context_cold_ids(struct pt_context *ctx, uint64_t *ids, size_t n);
 /* Records a finished action's results in @ctx (NULL: the context is gone); frees @a. */

@@ -195,7 +195,7 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 	pt_context_apply(ctx, a);
 	if (ctx && kind == PT_JOB_SCAN && !ctx->wake_pending) {
 		/* Unused prefetch first: it is the cheapest memory to give back. */
-		struct pt_action *trim = pt_context_trim_prefetch(ctx);
+		struct pt_action *trim = pt_context_trim(ctx);
 
 		if (trim)
 			submit(m, trim);

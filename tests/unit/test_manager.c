@@ -254,6 +254,41 @@ static void feed_scan(struct pt_manager *m, struct pt_context *ctx, bool accesse
 	pt_manager_action_done(m, scan);
 }
 
+/*
+ * Idle, after its offload: swap cache nobody maps (what its timers' faults read ahead) is
+ * trimmed after a scan once it exceeds PT_IDLE_STRAY_SWAPCACHE, never a mapped page's worth.
+ */
+static void test_idle_trims_stray_swapcache(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms();
+
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_int_equal(web->n_offloads, 1);
+	/* 1 MiB mapped, 1.5 MiB of swap cache: at most 0.5 MiB unmapped, left alone. */
+	fx_write(f->root, "ct/web/memory.stat", "anon 1048576\nfile 0\nswapcached 1572864\n");
+	pt_manager_tick(&f->m, t += 100);
+	finish_all(&f->m, &f->r);
+	feed_scan(&f->m, web, false);
+	assert_int_equal(count(&f->r, web, PT_JOB_TRIM), 0);
+	/* 8 MiB of swap cache: at least 7 MiB of it unmapped, trimmed, that much at most. */
+	fx_write(f->root, "ct/web/memory.stat", "anon 1048576\nfile 0\nswapcached 8388608\n");
+	pt_manager_tick(&f->m, t += 100);
+	finish_all(&f->m, &f->r);
+	feed_scan(&f->m, web, false);
+	assert_int_equal(count(&f->r, web, PT_JOB_TRIM), 1);
+	for (int i = 0; i < f->r.n; i++)
+		if (f->r.a[i]->kind == PT_JOB_TRIM)
+			assert_int_equal(f->r.a[i]->budget, 7ULL << 20);
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+}
+
 /* Below the watermark the coldest chunks of the host leave, never a critical container's. */
 static void test_watermark(void **state)
 {
@@ -333,6 +368,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_contexts_follow_the_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_walk_keeps_contexts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_trims_stray_swapcache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_protocol, setup, teardown),
 	};
