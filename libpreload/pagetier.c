@@ -251,10 +251,16 @@ struct ring {
 
 /*
  * The registered ring. Replaced only when no ring is registered (after fork, or when a
- * daemon appears); an old ring is never unmapped while other threads may still write to it.
+ * daemon appears). Registrations alternate between the two slots, so that the ring a
+ * registration retires is never the one the next registration reuses: a slot's old
+ * mapping is unmapped only when the slot is filled again, one more registration and at
+ * least g_retry_ns after it stopped being the registered ring, long after any thread that
+ * had loaded it finished its record. A daemon that restarts thus costs no memory.
  */
 static struct ring ring_storage[2];
+static int g_next_slot;
 static _Atomic(struct ring *) g_ring;
+static uint64_t g_retry_ns = RETRY_NS;	/* PAGETIER_PRELOAD_RETRY_MS, for tests */
 static int g_sock = -1;			/* the registration connection */
 static dev_t g_sock_dev;
 static ino_t g_sock_ino;
@@ -611,7 +617,10 @@ static void register_ring(void)
 	/* The daemon maps it too: it must not be able to shrink under its mapping. */
 	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto fail;
-	r = &ring_storage[atomic_load(&g_ring) == &ring_storage[0] ? 1 : 0];
+	r = &ring_storage[g_next_slot];
+	if (r->hdr)
+		do_munmap(r->hdr, r->bytes);
+	g_next_slot ^= 1;
 	r->hdr = mem;
 	r->ctl = (struct pt_preload_ctl *)((char *)mem + PT_PRELOAD_CTL_OFF);
 	r->slots = (struct pt_preload_rec *)((char *)mem + PT_PRELOAD_DATA_OFF);
@@ -712,12 +721,13 @@ static void doorbell(void)
  * see it. trim_done is written after the trim, so the daemon, which waits for it before
  * it offloads, does not page out what the trim is about to drop.
  */
+static atomic_uint g_trim_serving;	/* a thread is in serve_trim(); reset in a child */
+
 static bool serve_trim(struct ring *r, uint32_t seq)
 {
-	static atomic_uint serving;
 	unsigned int idle = 0;
 
-	if (!atomic_compare_exchange_strong(&serving, &idle, 1))
+	if (!atomic_compare_exchange_strong(&g_trim_serving, &idle, 1))
 		return false;	/* another thread is trimming */
 	if (r->hdr->trim_done != seq) {
 		if (!g_no_trim) {
@@ -727,7 +737,7 @@ static bool serve_trim(struct ring *r, uint32_t seq)
 		atomic_store_explicit((_Atomic uint32_t *)&r->hdr->trim_done, seq,
 				      memory_order_release);
 	}
-	atomic_store(&serving, 0);
+	atomic_store(&g_trim_serving, 0);
 	return true;
 }
 
@@ -826,34 +836,53 @@ static void start_req_thread(void)
 	pthread_attr_destroy(&attr);
 }
 
-/* The daemon bumped ctl.req_seq: serve its requests. Runs after the real call. */
-static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint64_t seen,
-							   uint64_t req)
+/* "Signal your next activity": answered once per request, whichever thread sees it first. */
+static void ack_idle(struct ring *r)
 {
-	uint_fast64_t expected = seen;
-	uint32_t idle_seq, trim_seq;
-	int saved = errno;
+	uint32_t idle_seq = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->idle_seq,
+						 memory_order_acquire);
+	uint32_t ack = __atomic_load_n(&r->hdr->idle_ack, __ATOMIC_RELAXED);
 
-	atomic_thread_fence(memory_order_acquire);
-	/* One thread serves each request. */
-	if (!atomic_compare_exchange_strong(&g_req_seen, &expected, req))
-		return;
-	idle_seq = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->idle_seq,
-					memory_order_acquire);
-	trim_seq = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->trim_seq,
-					memory_order_acquire);
-	if (idle_seq != r->hdr->idle_ack) {
-		r->hdr->idle_ack = idle_seq;
+	if (idle_seq != ack && __atomic_compare_exchange_n(&r->hdr->idle_ack, &ack, idle_seq, false,
+							   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 		emit_now(PT_PRELOAD_REC_HEARTBEAT, PT_PRELOAD_F_WAKE, 0, ts.units, 0, 0);
 		doorbell();
 	}
+}
+
+/*
+ * The daemon bumped ctl.req_seq: serve its requests. Runs after the real call. @may_trim
+ * is false from mmap, munmap and mremap: those may run in a signal handler that
+ * interrupted malloc with its arena lock held (they are async-signal-safe, malloc_trim is
+ * not), and a trim there would deadlock on that lock. Their callers answer the wake
+ * request (lock-free) and leave a trim to the next allocator call or the request thread.
+ */
+static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint64_t seen,
+							   uint64_t req, bool may_trim)
+{
+	uint_fast64_t expected = seen;
+	uint32_t trim_seq;
+	int saved = errno;
+
+	atomic_thread_fence(memory_order_acquire);
+	trim_seq = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->trim_seq,
+					memory_order_acquire);
+	if (!may_trim && trim_seq != r->hdr->trim_done) {
+		ack_idle(r);		/* req stays unseen: the trim is still to serve */
+		errno = saved;
+		return;
+	}
+	/* One thread serves each request. */
+	if (!atomic_compare_exchange_strong(&g_req_seen, &expected, req))
+		return;
+	ack_idle(r);
 	if (trim_seq != r->hdr->trim_done)
 		(void)serve_trim(r, trim_seq);
 	errno = saved;
 }
 
-/* From every slow path: has the daemon asked for something? */
-static void check_requests(void)
+/* From every slow path: has the daemon asked for something? See serve_requests(). */
+static void check_requests_from(bool may_trim)
 {
 	struct ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
 	uint64_t req, seen;
@@ -863,7 +892,12 @@ static void check_requests(void)
 	req = atomic_load_explicit((_Atomic uint64_t *)&r->ctl->req_seq, memory_order_relaxed);
 	seen = atomic_load_explicit(&g_req_seen, memory_order_relaxed);
 	if (unlikely(req != seen))
-		serve_requests(r, seen, req);
+		serve_requests(r, seen, req, may_trim);
+}
+
+static void check_requests(void)
+{
+	check_requests_from(true);
 }
 
 static void rotate_free_sample(uint64_t seed);
@@ -907,7 +941,7 @@ static void tick(void)
 		}
 		if (state == ST_PENDING)
 			check_sock(state);		/* its answer, every tick until it comes */
-	} else if (state == ST_NONE && now - atomic_load(&g_last_attempt_ns) >= RETRY_NS) {
+	} else if (state == ST_NONE && now - atomic_load(&g_last_attempt_ns) >= g_retry_ns) {
 		try_register();
 	}
 }
@@ -1336,7 +1370,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 			 (uint32_t)flags);
 		errno = saved;
 	}
-	check_requests();
+	check_requests_from(false);	/* may be a signal handler */
 	return p;
 }
 
@@ -1356,7 +1390,7 @@ EXPORT int munmap(void *addr, size_t len)
 		emit_now(PT_PRELOAD_REC_MUNMAP, 0, (uintptr_t)addr, len, 0, 0);
 		errno = saved;
 	}
-	check_requests();
+	check_requests_from(false);	/* may be a signal handler */
 	return ret;
 }
 
@@ -1381,7 +1415,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 				 new_len);
 		errno = saved;
 	}
-	check_requests();
+	check_requests_from(false);	/* may be a signal handler */
 	return p;
 }
 
@@ -1394,12 +1428,15 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
  */
 static void atfork_child(void)
 {
-	struct ring *r = atomic_load(&g_ring);
-
 	atomic_store(&g_ring, NULL);
 	free_mask_update();
-	if (r)
-		do_munmap(r->hdr, r->bytes);
+	/* The parent's rings, the registered one and a retired one: the child is alone. */
+	for (int i = 0; i < 2; i++) {
+		if (ring_storage[i].hdr)
+			do_munmap(ring_storage[i].hdr, ring_storage[i].bytes);
+		ring_storage[i].hdr = NULL;
+	}
+	atomic_store(&g_trim_serving, 0);	/* the parent's trimming thread is not here */
 	if (g_sock >= 0)
 		drop_sock();
 	ts.n = 0;
@@ -1421,12 +1458,16 @@ __attribute__((constructor)) static void pagetier_init(void)
 	const char *off = getenv("PAGETIER_PRELOAD_DISABLE");
 	const char *no_trim = getenv("PAGETIER_PRELOAD_NO_TRIM");
 	const char *req_thread = getenv("PAGETIER_PRELOAD_THREAD");
+	const char *retry_ms = getenv("PAGETIER_PRELOAD_RETRY_MS");
 
 	resolve();
 	/* For benchmarks: the daemon's malloc_trim requests are acknowledged but not run. */
 	g_no_trim = no_trim && *no_trim && *no_trim != '0';
 	/* A process that must stay single-threaded (unshare(CLONE_NEWUSER)) turns it off. */
 	g_req_thread_off = req_thread && *req_thread == '0';
+	/* For tests: how soon to try again without a daemon (a daemon's restart). */
+	if (retry_ms && *retry_ms)
+		g_retry_ns = strtoull(retry_ms, NULL, 10) * 1000000ULL;
 	if (off && *off && *off != '0') {
 		g_disabled = true;
 		atomic_store(&g_state, ST_REJECTED);

@@ -19,6 +19,7 @@ LIB=$B/lib/libpagetier.so
 TESTD=$B/preload/pt_testd
 LIBCHECK=$B/preload/lib_check
 WAKECHECK=$B/preload/wake_check
+SIGCHECK=$B/preload/signal_check
 CFLAGS_T="-std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow -D_GNU_SOURCE"
 TMP=$(mktemp -d /tmp/pagetier-preload-XXXXXX)
 PASS=0
@@ -53,6 +54,8 @@ cc $CFLAGS_T -fno-builtin -pthread -o "$LIBCHECK" tests/preload/lib_check.c ||
 	{ echo "building lib_check failed" >&2; exit 1; }
 cc $CFLAGS_T -fno-builtin -o "$WAKECHECK" tests/preload/wake_check.c ||
 	{ echo "building wake_check failed" >&2; exit 1; }
+cc $CFLAGS_T -fno-builtin -pthread -o "$SIGCHECK" tests/preload/signal_check.c ||
+	{ echo "building signal_check failed" >&2; exit 1; }
 
 # --- modes -------------------------------------------------------------------------------
 # with_mode MODE CMD...: runs CMD with the environment of MODE. A run that deadlocks (the
@@ -71,9 +74,9 @@ with_mode() {
 	esac
 }
 
-start_testd() {
+start_testd() {	# [TRIM_EVERY_MS]
 	rm -f "$TMP/report" "$TMP/wakes"
-	"$TESTD" --sock "$TMP/d.sock" --report "$TMP/report" --trim-every 200 --wake-every 300 \
+	"$TESTD" --sock "$TMP/d.sock" --report "$TMP/report" --trim-every "${1:-200}" --wake-every 300 \
 		--check-maps --wake-log "$TMP/wakes" 2>"$TMP/testd.err" &
 	TESTD_PID=$!
 	for _ in $(seq 50); do [ -S "$TMP/d.sock" ] && return 0; sleep 0.1; done
@@ -175,6 +178,45 @@ if start_testd; then
 	fi
 else
 	nok "wake_check: pt_testd did not start"
+fi
+
+# --- signal_check: the library in a signal handler, and across daemon restarts -------
+# A timer's handler calls mmap/munmap while the main thread is in malloc, the daemon asking
+# for a trim every few ms: a wrapper that trimmed there would deadlock on the arena lock.
+if start_testd 1; then
+	with_mode daemon "$SIGCHECK" signals 3 >"$TMP/sig.out" 2>"$TMP/sig.err"
+	rc=$?
+	stop_testd
+	echo "# signal_check signals: exit $rc, $(tr '\n' ' ' <"$TMP/sig.out")trims $(val trims)/$(val trim_requests)"
+	check "signal_check: mmap/munmap in a signal handler during malloc, trims requested: no deadlock" \
+		[ "$rc" = 0 ]
+	check "signal_check: the handler ran (>= 1000 signals) and trims were served" \
+		[ "$(awk '$1 == "signals" { print $2 }' "$TMP/sig.out")" -ge 1000 -a "$(val trims)" -ge 1 ]
+else
+	nok "signal_check: pt_testd did not start"
+fi
+# The daemon restarts three times under a process that lives on: it registers again each
+# time (retrying every 100 ms here), and keeps at most two rings mapped.
+regs=0
+if start_testd; then
+	PAGETIER_PRELOAD_RETRY_MS=100 with_mode daemon "$SIGCHECK" rings 9 >"$TMP/rings.out" 2>&1 &
+	rings_pid=$!
+	for _ in 1 2 3; do
+		sleep 2
+		stop_testd
+		[ "$(val peers_registered)" -ge 1 ] && regs=$((regs + 1))
+		start_testd || break
+	done
+	wait "$rings_pid"; rc=$?
+	stop_testd
+	[ "$(val peers_registered)" -ge 1 ] && regs=$((regs + 1))
+	max=$(awk '$1 == "max_rings" { print $2 }' "$TMP/rings.out")
+	echo "# signal_check rings: exit $rc, registered with $regs of 4 daemons, at most ${max:-?} rings mapped"
+	check "signal_check: registered again after each daemon restart" [ "$regs" = 4 ]
+	check "signal_check: old rings unmapped on re-registration (at most 2 mapped)" \
+		[ "$rc" = 0 -a "${max:-99}" -le 2 ]
+else
+	nok "signal_check: pt_testd did not start"
 fi
 
 # --- python3 -----------------------------------------------------------------------------
