@@ -374,10 +374,15 @@ void pt_pf_endio(struct bio *bio)
 
 	if (bio->bi_status)
 		io->status = bio->bi_status;
+	/*
+	 * Queued under the lock, as pt_io_endio() does: once the lock is dropped, a running
+	 * pf_work may land this read, drop the tier's last in-flight reference and let
+	 * teardown free @t before a queue_work() here would touch it.
+	 */
 	spin_lock_irqsave(&t->lock, flags);
 	list_add_tail(&io->node, &t->pf_done);
-	spin_unlock_irqrestore(&t->lock, flags);
 	queue_work(t->wq, &t->pf_work);
+	spin_unlock_irqrestore(&t->lock, flags);
 }
 
 /*
