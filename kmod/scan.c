@@ -20,8 +20,12 @@
  *    under the mmap_lock read side, e.g. khugepaged's retract_page_tables());
  *  - the accessed bit is tested and cleared as x86 does it (test_and_clear_bit() of
  *    _PAGE_BIT_ACCESSED), without a TLB flush, like ptep_clear_flush_young() on x86; with
- *    PAGETIER_SCAN_FLUSH_TLB the call ends with a flush of every CPU's TLB, so that the
- *    next access to a cleared page is sure to set the bit again;
+ *    PAGETIER_SCAN_FLUSH_TLB a call that cleared bits ends by making every CPU drop the
+ *    mm's translations, so that the next access to a cleared page is sure to set the bit
+ *    again: the mm's TLB generation is bumped (a CPU that switches to it later flushes
+ *    its ASID, as after flush_tlb_mm_range(), which is not exported), and only the CPUs
+ *    in mm_cpumask() that have the mm loaded now are interrupted to flush (other
+ *    containers' CPUs are left alone);
  *  - permission is ptrace_may_access(PTRACE_MODE_READ_FSCREDS) rebuilt from exported
  *    parts (credentials, the capability LSM's subset rule, ns_capable(CAP_SYS_PTRACE),
  *    dumpability, exec_update_lock as mm_access() takes it); other LSMs (AppArmor,
@@ -555,9 +559,22 @@ static int pt_scan_copy_out(struct pt_scan_ctx *c, const struct pt_scan_args *a,
 	return 0;
 }
 
-static void pt_flush_tlb_ipi(void *unused)
+/* On a CPU of the mm's cpumask: flush if the mm is the one loaded here (lazily or not). */
+static void pt_flush_tlb_ipi(void *mm)
 {
-	__flush_tlb_all();
+	if (current->active_mm == mm)
+		__flush_tlb_all();
+}
+
+/* See the top of the file: the scanned mm's translations, on the CPUs that hold them. */
+static void pt_scan_flush_tlb(struct mm_struct *mm)
+{
+	/*
+	 * inc_mm_tlb_gen(), which 6.1 hides from modules: a full barrier too, ordering the
+	 * cleared bits before the read of mm_cpumask(), as switch_mm() expects.
+	 */
+	atomic64_inc_return(&mm->context.tlb_gen);
+	on_each_cpu_mask(mm_cpumask(mm), pt_flush_tlb_ipi, mm, true);
 }
 
 /**
@@ -627,7 +644,7 @@ int pt_scan(struct pagetier_scan *req)
 	kvfree(buf);
 
 	if (c.cleared && (req->flags & PAGETIER_SCAN_FLUSH_TLB))
-		on_each_cpu(pt_flush_tlb_ipi, NULL, 1);
+		pt_scan_flush_tlb(c.mm);
 	/* Cut short by a fatal signal: report the progress, the caller is going away. */
 	if (ret == -EINTR && addr != a.from)
 		ret = 0;

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -664,6 +665,89 @@ TEST(accessed_child)
 	free(acc);
 	free(pres);
 	free(want);
+	close(ctl);
+}
+
+/* Function-call IPIs (the "CAL" line of /proc/interrupts) received so far by @cpu. */
+static long call_ipis(int cpu)
+{
+	FILE *f = fopen("/proc/interrupts", "r");
+	char line[4096];
+	long n = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line;
+
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, "CAL:", 4))
+			continue;
+		p += 4;
+		for (int c = 0; c <= cpu; c++)
+			n = strtol(p, &p, 10);
+		break;
+	}
+	fclose(f);
+	return n;
+}
+
+static int pin(pid_t pid, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(pid, sizeof(set), &set);
+}
+
+/*
+ * FLUSH_TLB interrupts only the CPUs that have the scanned mm loaded: a CPU busy with
+ * another process (a critical container, say) gets no IPI from scans of a sleeping one.
+ * Flushing every CPU's whole TLB at every call cost each CPU one IPI per call.
+ */
+TEST(flush_tlb_spares_other_cpus)
+{
+	unsigned long pages = 256, len = pages * PG, rounds = 40, r;
+	uint64_t *acc = bm_alloc(pages);
+	struct target tg = { 0 };
+	struct totals t;
+	long before, after;
+	pid_t busy;
+	int ctl = ctl_open();
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || call_ipis(1) < 0)
+		SKIP(return, "needs two CPUs and a CAL line in /proc/interrupts");
+	ASSERT_LE(0, ctl);
+	ASSERT_EQ(0, pin(0, 0));			/* the scanner: CPU 0 */
+	ASSERT_EQ(0, target_start(&tg, pages));
+	ASSERT_EQ(0, pin(tg.pid, 1));			/* the target: CPU 1, mostly asleep */
+	busy = fork();
+	ASSERT_LE(0, busy);
+	if (!busy) {
+		pin(0, 1);				/* a bystander that keeps CPU 1 */
+		for (;;)
+			;
+	}
+	usleep(100000);
+	before = call_ipis(1);
+	for (r = 0; r < rounds; r++) {
+		ASSERT_EQ(0, target_cmd(&tg, CMD_TOUCH, 1, 0, pages, 1));
+		usleep(2000);	/* the bystander has CPU 1 again: the target's mm is off it */
+		ASSERT_LT(0, scan_all(ctl, tg.pid, (uintptr_t)tg.base, len,
+				      PAGETIER_SCAN_CLEAR | PAGETIER_SCAN_FLUSH_TLB, 0, acc, NULL,
+				      NULL, &t));
+		EXPECT_EQ(pages, t.accessed);		/* the flush still works */
+	}
+	after = call_ipis(1);
+	kill(busy, SIGKILL);
+	waitpid(busy, NULL, 0);
+	TH_LOG("%lu scans with FLUSH_TLB: %ld function-call IPIs on the other CPU",
+	       rounds, after - before);
+	EXPECT_LT(after - before, (long)rounds / 4);
+	target_stop(&tg);
+	free(acc);
 	close(ctl);
 }
 
