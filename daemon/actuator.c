@@ -122,36 +122,26 @@ int pt_proc_anon_ranges(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *ou
 int pt_proc_ranges_of(pid_t pid, unsigned int kinds, uint64_t max_bytes,
 		      struct pt_proc_ranges *out)
 {
-	char path[64], line[4096 + 128];
-	uint64_t total = 0;
+	struct pt_maps_reader m;
+	enum pt_map_kind k;
 	struct pt_range r;
-	FILE *fp;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	out->pid = pid;
 	if (pt_proc_start_time(pid, &out->start))
 		return -ESRCH;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while (fgets(line, sizeof(line), fp)) {
-		enum pt_map_kind k = pt_maps_classify(line, &r);
-
-		if (k < 0 || !(kinds & (1U << k)))
-			continue;
-		if (max_bytes && total + r.len > max_bytes)
-			r.len = max_bytes - total;
-		if (!r.len)
-			break;
+	rc = pt_maps_open(&m, "/proc", pid, kinds, max_bytes);
+	if (rc)
+		return rc;
+	while (pt_maps_next(&m, &r, &k) == 1) {
 		if (ranges_add(out, r)) {
-			fclose(fp);
+			pt_maps_close(&m);
 			pt_proc_ranges_free(out);
 			return -ENOMEM;
 		}
-		total += r.len;
 	}
-	fclose(fp);
+	pt_maps_close(&m);
 	return 0;
 }
 

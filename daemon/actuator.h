@@ -34,11 +34,6 @@ int pt_proc_start_time(pid_t pid, uint64_t *start);
 /* Whether @pid's cgroup (/proc/PID/cgroup, cgroup v2) is @cgroup or below it. */
 bool pt_proc_in_cgroup(pid_t pid, const char *cgroup);
 
-/* Bits of 1 << enum pt_map_kind (maps.h): which mappings a range list covers. */
-#define PT_KIND_ANON	(1U << PT_MAP_ANON)
-#define PT_KIND_SHMEM	(1U << PT_MAP_SHMEM)
-#define PT_KIND_FILE	(1U << PT_MAP_FILE)
-
 /* Reads @pid's mappings of @kinds, up to @max_bytes in total (0: no limit). */
 int pt_proc_ranges_of(pid_t pid, unsigned int kinds, uint64_t max_bytes,
 		      struct pt_proc_ranges *out);

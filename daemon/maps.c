@@ -51,3 +51,41 @@ int pt_maps_anon_range(const char *line, struct pt_range *r)
 		return -EINVAL;
 	return k == PT_MAP_ANON;
 }
+
+int pt_maps_open(struct pt_maps_reader *m, const char *proc_root, pid_t pid,
+		 unsigned int kinds, uint64_t max_bytes)
+{
+	char path[PATH_MAX];
+
+	memset(m, 0, sizeof(*m));
+	snprintf(path, sizeof(path), "%s/%d/maps", proc_root, (int)pid);
+	m->fp = fopen(path, "re");
+	if (!m->fp)
+		return errno == ENOENT ? -ESRCH : -errno;
+	m->kinds = kinds;
+	m->left = max_bytes ? max_bytes : UINT64_MAX;
+	return 0;
+}
+
+int pt_maps_next(struct pt_maps_reader *m, struct pt_range *r, enum pt_map_kind *kind)
+{
+	while (m->left && fgets(m->line, sizeof(m->line), m->fp)) {
+		enum pt_map_kind k = pt_maps_classify(m->line, r);
+
+		if (k < 0 || !(m->kinds & (1U << k)))
+			continue;
+		if (r->len > m->left)
+			r->len = m->left;
+		m->left -= r->len;
+		*kind = k;
+		return 1;
+	}
+	return 0;
+}
+
+void pt_maps_close(struct pt_maps_reader *m)
+{
+	if (m->fp)
+		fclose(m->fp);
+	m->fp = NULL;
+}

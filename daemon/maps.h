@@ -6,8 +6,11 @@
 #ifndef PAGETIER_MAPS_H
 #define PAGETIER_MAPS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 struct pt_range {
 	uint64_t start;
@@ -32,5 +35,34 @@ enum pt_map_kind pt_maps_classify(const char *line, struct pt_range *r);
  * inaccessible), -EINVAL if the line is malformed.
  */
 int pt_maps_anon_range(const char *line, struct pt_range *r);
+
+/* Bits of 1 << enum pt_map_kind: which mappings a reader hands out. */
+#define PT_KIND_ANON	(1U << PT_MAP_ANON)
+#define PT_KIND_SHMEM	(1U << PT_MAP_SHMEM)
+#define PT_KIND_FILE	(1U << PT_MAP_FILE)
+
+/* The longest maps line parsed: the fixed fields and a path of up to PATH_MAX. */
+#define PT_MAPS_LINE_MAX (PATH_MAX + 128)
+
+/*
+ * A reader of one process's /proc/PID/maps, the one every daemon module uses (the
+ * actuator, the scanners).
+ */
+struct pt_maps_reader {
+	FILE *fp;
+	unsigned int kinds;	/* PT_KIND_* wanted */
+	uint64_t left;		/* bytes the ranges handed out may still span */
+	char line[PT_MAPS_LINE_MAX];
+};
+
+/*
+ * Opens @proc_root/@pid/maps ("/proc" but in tests) for the mappings of @kinds, at most
+ * @max_bytes of them in total (0: no limit). 0, -ESRCH (no such process) or -errno.
+ */
+int pt_maps_open(struct pt_maps_reader *m, const char *proc_root, pid_t pid,
+		 unsigned int kinds, uint64_t max_bytes);
+/* The next mapping of the kinds asked for: 1 with @r and @kind filled, 0 at the end. */
+int pt_maps_next(struct pt_maps_reader *m, struct pt_range *r, enum pt_map_kind *kind);
+void pt_maps_close(struct pt_maps_reader *m);
 
 #endif

@@ -109,25 +109,21 @@ int pt_fold_bitmaps(const uint64_t *accessed, const uint64_t *present, const uin
  * touch of its shared buffers must stay resident while it is idle, like their private
  * memory).
  */
-static bool scanned_kind(enum pt_map_kind k)
-{
-	return k == PT_MAP_ANON || k == PT_MAP_SHMEM;
-}
+#define PT_SCANNED_KINDS (PT_KIND_ANON | PT_KIND_SHMEM)
 
 /* The module's scanner: exact accessed bits per page (and per THP), cleared as it goes. */
 static int scan_kmod(int fd, pid_t pid, unsigned int chunk_shift, struct pt_proc_scan *out)
 {
 	const uint64_t words = PAGETIER_SCAN_DEFAULT_PAGES / 64;
 	uint64_t *acc = NULL, *pres = NULL, *swp = NULL;
-	char path[64], line[4096 + 128];
+	struct pt_maps_reader maps;
+	enum pt_map_kind kind;
 	struct pt_range r;
-	FILE *maps;
-	int rc = 0;
+	int rc;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	maps = fopen(path, "re");
-	if (!maps)
-		return -ESRCH;
+	rc = pt_maps_open(&maps, "/proc", pid, PT_SCANNED_KINDS, 0);
+	if (rc)
+		return rc;
 	acc = malloc(words * 8);
 	pres = malloc(words * 8);
 	swp = malloc(words * 8);
@@ -135,9 +131,7 @@ static int scan_kmod(int fd, pid_t pid, unsigned int chunk_shift, struct pt_proc
 		rc = -ENOMEM;
 		goto out;
 	}
-	while (!rc && fgets(line, sizeof(line), maps)) {
-		if (!scanned_kind(pt_maps_classify(line, &r)))
-			continue;
+	while (!rc && pt_maps_next(&maps, &r, &kind) == 1) {
 		for (uint64_t off = 0; off < r.len && !rc;
 		     off += PAGETIER_SCAN_DEFAULT_PAGES << PT_PAGE_SHIFT) {
 			struct pagetier_scan sc = {
@@ -170,7 +164,7 @@ static int scan_kmod(int fd, pid_t pid, unsigned int chunk_shift, struct pt_proc
 		}
 	}
 out:
-	fclose(maps);
+	pt_maps_close(&maps);
 	free(acc);
 	free(pres);
 	free(swp);
@@ -243,13 +237,14 @@ static int write_str(const char *path, const char *s)
 
 static int scan_fallback(pid_t pid, unsigned int chunk_shift, struct pt_proc_scan *out)
 {
-	char path[64], line[4096 + 128];
+	struct pt_maps_reader maps = { .fp = NULL };
 	struct ref_list rl = { 0 };
+	enum pt_map_kind kind;
+	char path[64];
 	uint64_t *pm = NULL;
 	char *smaps = NULL;
 	int pm_fd = -1, rc = 0;
 	struct pt_range r;
-	FILE *maps = NULL;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
@@ -265,20 +260,17 @@ static int scan_fallback(pid_t pid, unsigned int chunk_shift, struct pt_proc_sca
 
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
 	pm_fd = open(path, O_RDONLY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	maps = fopen(path, "re");
+	rc = pt_maps_open(&maps, "/proc", pid, PT_SCANNED_KINDS, 0);
 	pm = malloc(PT_PM_BATCH * sizeof(*pm));
-	if (pm_fd < 0 || !maps || !pm) {
-		rc = (pm_fd < 0 || !maps) ? -ESRCH : -ENOMEM;
+	if (pm_fd < 0 || rc || !pm) {
+		rc = (pm_fd < 0 || rc) ? -ESRCH : -ENOMEM;
 		goto out;
 	}
-	while (fgets(line, sizeof(line), maps)) {
+	while (pt_maps_next(&maps, &r, &kind) == 1) {
 		uint64_t sd_pages = 0, present = 0;
 		uint32_t first = out->n;
 		bool reads;
 
-		if (!scanned_kind(pt_maps_classify(line, &r)))
-			continue;
 		/* First pass with soft-dirty only; see below whether reads need the rest. */
 		for (uint64_t off = 0; off < r.len; off += (uint64_t)PT_PM_BATCH << PT_PAGE_SHIFT) {
 			uint64_t pages = (r.len - off) >> PT_PAGE_SHIFT;
@@ -315,8 +307,7 @@ static int scan_fallback(pid_t pid, unsigned int chunk_shift, struct pt_proc_sca
 	if (!rc)
 		rc = write_str(path, "4");
 out:
-	if (maps)
-		fclose(maps);
+	pt_maps_close(&maps);
 	if (pm_fd >= 0)
 		close(pm_fd);
 	free(pm);
