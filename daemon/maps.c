@@ -52,28 +52,81 @@ int pt_maps_anon_range(const char *line, struct pt_range *r)
 	return k == PT_MAP_ANON;
 }
 
+int pt_maps_read_line(FILE *fp, char *buf, size_t size)
+{
+	while (fgets(buf, (int)size, fp)) {
+		size_t n = strlen(buf);
+		int c;
+
+		if (n && buf[n - 1] == '\n')
+			return 1;
+		/* The last line without its newline, if it was not cut: the kernel ends each. */
+		if (n + 1 < size && feof(fp))
+			return 1;
+		/* Cut (or a NUL inside): the rest of it is no line of its own. */
+		while ((c = getc(fp)) != EOF && c != '\n')
+			;
+		if (c == EOF)
+			return 0;
+	}
+	return 0;
+}
+
+uint64_t pt_status_vmsize(const char *text)
+{
+	unsigned long long kb;
+
+	for (const char *p = text; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, "VmSize:", 7) == 0)
+			return sscanf(p + 7, "%llu", &kb) == 1 && kb < (UINT64_MAX >> 10) ?
+			       (uint64_t)kb << 10 : 0;
+	return 0;
+}
+
 int pt_maps_open(struct pt_maps_reader *m, const char *proc_root, pid_t pid,
 		 unsigned int kinds, uint64_t max_bytes)
 {
 	char path[PATH_MAX];
+	uint64_t vmsize = 0;
 
 	memset(m, 0, sizeof(*m));
+	/*
+	 * What the process maps, as the kernel counts it (total_vm): what the lines add up to
+	 * cannot be more, so a line misread, or a huge mapping, costs a scan no more than that.
+	 * Line by line: "Groups:" comes first and may be long.
+	 */
+	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
+	m->fp = fopen(path, "re");
+	if (!m->fp)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (!vmsize && pt_maps_read_line(m->fp, m->line, sizeof(m->line)))
+		vmsize = pt_status_vmsize(m->line);
+	fclose(m->fp);
 	snprintf(path, sizeof(path), "%s/%d/maps", proc_root, (int)pid);
 	m->fp = fopen(path, "re");
 	if (!m->fp)
 		return errno == ENOENT ? -ESRCH : -errno;
 	m->kinds = kinds;
+	m->span_left = vmsize < PT_MAPS_SPAN_MAX ? vmsize : PT_MAPS_SPAN_MAX;
 	m->left = max_bytes ? max_bytes : UINT64_MAX;
 	return 0;
 }
 
 int pt_maps_next(struct pt_maps_reader *m, struct pt_range *r, enum pt_map_kind *kind)
 {
-	while (m->left && fgets(m->line, sizeof(m->line), m->fp)) {
+	while (m->left && pt_maps_read_line(m->fp, m->line, sizeof(m->line))) {
 		enum pt_map_kind k = pt_maps_classify(m->line, r);
 
 		if (k < 0 || !(m->kinds & (1U << k)))
 			continue;
+		/*
+		 * More than the process has left to map, or than a reader hands out: skipped
+		 * whole, so that one huge mapping (a sanitizer's shadow, a reservation) does not
+		 * hide the others behind it.
+		 */
+		if (r->len > m->span_left)
+			continue;
+		m->span_left -= r->len;
 		if (r->len > m->left)
 			r->len = m->left;
 		m->left -= r->len;
