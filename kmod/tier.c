@@ -42,6 +42,7 @@
 #include <linux/ioprio.h>
 #include <linux/ktime.h>
 #include <linux/memcontrol.h>
+#include <linux/mempool.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -112,6 +113,16 @@ MODULE_PARM_DESC(bg_demand_hold_ms, "keep the bg_demand_kib limit this long afte
 static unsigned int space_wait_ms = 10000;
 module_param(space_wait_ms, uint, 0644);
 MODULE_PARM_DESC(space_wait_ms, "how long a write waits for the collector to free a segment before it fails (default 10000)");
+
+/*
+ * Fault injection for the tests (tier_harden_test): the bio_sets of a tier created
+ * while it is set get every bio from their reserves, as when each slab allocation fails
+ * under memory pressure, for as long as it stays set. Proves that the I/O path makes
+ * progress on the reserves alone.
+ */
+static bool fault_bio_reserve;
+module_param(fault_bio_reserve, bool, 0644);
+MODULE_PARM_DESC(fault_bio_reserve, "testing: new tiers' bios come only from their bio_sets' reserves while set, as if every slab allocation failed (default off)");
 
 /* Tiers by id; the mutex also serializes create and destroy. */
 static DEFINE_IDR(pt_tiers);
@@ -1326,6 +1337,20 @@ static int pt_tier_alloc_gc(struct pt_tier *t)
 	return 0;
 }
 
+/* The bio allocator of a bio_set under fault_bio_reserve: the slab fails while it is set. */
+static void *pt_fault_bio_alloc(gfp_t gfp, void *pool_data)
+{
+	if (READ_ONCE(fault_bio_reserve))
+		return NULL;
+	return mempool_alloc_slab(gfp, pool_data);
+}
+
+static void pt_fault_bio_install(struct bio_set *bs)
+{
+	if (mempool_initialized(&bs->bio_pool))
+		bs->bio_pool.alloc = pt_fault_bio_alloc;
+}
+
 static int pt_tier_alloc_io(struct pt_tier *t)
 {
 	int ret;
@@ -1339,6 +1364,13 @@ static int pt_tier_alloc_io(struct pt_tier *t)
 		ret = bioset_init(&t->wb_bs, 4, offsetof(struct pt_bgio, bio), BIOSET_NEED_BVECS);
 	if (ret)
 		return ret;
+	if (READ_ONCE(fault_bio_reserve)) {
+		pr_warn("pagetier%u: fault_bio_reserve: bios come from the reserves only\n", t->id);
+		pt_fault_bio_install(&t->top_bs);
+		pt_fault_bio_install(&t->io_bs);
+		pt_fault_bio_install(&t->bg_bs);
+		pt_fault_bio_install(&t->wb_bs);
+	}
 	/* In the reclaim path (reads wait for prefetch, writes for the collector). */
 	t->wq = alloc_workqueue("pagetier%u", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0, t->id);
 	t->gc_wq = alloc_workqueue("pagetier%u_gc", WQ_MEM_RECLAIM | WQ_UNBOUND, 1, t->id);
