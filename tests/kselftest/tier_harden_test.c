@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tier_harden_test.c - kselftests of defects of the hardening issue (#12):
+ *
+ *  - prefetch_waiters_under_pressure (item 1): swap-out and demand reads keep moving
+ *    while prefetch is in flight, reads wait for it and many writers write, with every
+ *    bio of the tier coming from its bio_sets' reserves (module parameter
+ *    fault_bio_reserve: as if every slab allocation failed). Before the fix, each read
+ *    waiting for a prefetch held a bio of the pool writes clone from, and the prefetch
+ *    engine, landing the read, needed one more from that pool: the readers and writers
+ *    stalled until the parameter was cleared.
+ *
+ * Needs root, pagetier.ko loaded and a scratch block device whose contents are
+ * destroyed: $PAGETIER_TEST_BACKING, default /dev/nvme0n1; the first also dmsetup and
+ * dm-delay.
+ */
+#include "tier_util.h"
+
+#include <sys/mman.h>
+
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "kselftest_harness.h"
+
+/* ---- item 1 ---- */
+
+#define DELAY_MS	3000		/* dm-delay: every read of the backing device */
+#define DM_SECTORS	131072ULL	/* 64 MiB of the backing device under it */
+#define PF_TAG		70
+#define PF_PAGES	16		/* one segment of 64 KiB: what prefetch reads */
+#define RD_SLOTS	(2 * PF_PAGES)	/* a read: each page followed by an empty slot */
+#define READERS		5
+#define WRITERS		8
+#define W_PAGES		16		/* O_DSYNC writes per writer, 200 ms apart */
+#define W_FIRST		1024		/* the writers' slots */
+#define STALL_S		60		/* the readers and writers are done by then */
+
+FIXTURE(harden) {
+	int ctl;
+	bool created;
+	struct pagetier_tier_create c;
+	char dev[64];
+	char dm_name[64];
+	struct tu_param fault;
+	char cg_top[PATH_MAX];		/* the test's cgroup */
+	pid_t kid[READERS + WRITERS];
+};
+
+FIXTURE_SETUP(harden)
+{
+	self->ctl = -1;
+	if (!tu_have_backing())
+		SKIP(return, "no backing block device %s (set PAGETIER_TEST_BACKING)",
+		     tu_backing());
+	self->ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->ctl) TH_LOG("open %s: %s", CTL_PATH, strerror(errno));
+	tu_cleanup_stale(self->ctl, tu_backing());
+}
+
+FIXTURE_TEARDOWN(harden)
+{
+	char cmd[PATH_MAX];
+	uint32_t i;
+
+	/* Cleared first: a tier stuck on its reserves moves again. */
+	tu_param_restore(&self->fault);
+	for (i = 0; i < READERS + WRITERS; i++)
+		tu_reap(&self->kid[i]);
+	if (self->created)
+		EXPECT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
+	if (self->dm_name[0]) {
+		snprintf(cmd, sizeof(cmd), "dmsetup remove --retry %s", self->dm_name);
+		EXPECT_EQ(0, system(cmd));
+	}
+	if (self->cg_top[0])
+		tu_cg_remove(self->cg_top);
+	if (self->ctl >= 0)
+		close(self->ctl);
+}
+
+static void *page_buf(size_t pages)
+{
+	void *p = NULL;
+
+	return posix_memalign(&p, PG, pages * PG) ? NULL : p;
+}
+
+/* Creates the fixture's tier over @backing with module parameters @kv (name, value...). */
+static int make_tier(FIXTURE_DATA(harden) *self, const char *backing, const char **kv, int n)
+{
+	struct tu_param p[8] = { 0 };
+	int i, ret = 0;
+
+	for (i = 0; i < n && !ret; i++)
+		ret = tu_param_set(&p[i], kv[2 * i], kv[2 * i + 1]);
+	if (!ret)
+		ret = tu_tier_create(self->ctl, backing, &self->c);
+	for (i = 0; i < n; i++)
+		tu_param_restore(&p[i]);
+	if (ret)
+		return ret;
+	self->created = true;
+	snprintf(self->dev, sizeof(self->dev), "/dev/%s%u", PAGETIER_DISK_NAME, self->c.tier_id);
+	return tu_wait_node(self->dev);
+}
+
+/* In a child: enters cgroup @cg, writes pages @tag/@slot.../@gen there, flushes. */
+static int cg_write(const char *dev, const char *cg, uint64_t tag, const uint64_t *slots,
+		    unsigned int n, uint64_t gen)
+{
+	unsigned int k;
+	char *buf;
+	int fd;
+
+	if (tu_cg_enter(cg))
+		return 10;
+	/* Allocated (and charged) in the cgroup: the tier attributes the write to it. */
+	buf = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return 11;
+	fd = open(dev, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0)
+		return 12;
+	for (k = 0; k < n; k++) {
+		tu_fill(buf, tag, slots[k], gen);
+		if (pwrite(fd, buf, PG, slots[k] * PG) != (ssize_t)PG)
+			return 13;
+	}
+	if (fsync(fd))
+		return 14;
+	close(fd);
+	return 0;
+}
+
+static unsigned long long stat_col(uint32_t id, const char *file, int col)
+{
+	unsigned long long v[32] = { 0 };
+
+	tu_tier_stat(id, file, v, 32);
+	return v[col];
+}
+
+/*
+ * A reader: RD_SLOTS slots from 0 in one bio. The even slots are the prefetched pages,
+ * written again (generation 2) while the readers wait: either generation is right,
+ * since each read races the rewrite; the odd slots were never written.
+ */
+static int pf_reader(const char *dev)
+{
+	char *buf = page_buf(RD_SLOTS);
+	unsigned int k;
+	int fd;
+
+	fd = open(dev, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (!buf || fd < 0)
+		return 20;
+	if (pread(fd, buf, RD_SLOTS * PG, 0) != (ssize_t)(RD_SLOTS * PG))
+		return 21;
+	for (k = 0; k < RD_SLOTS; k++) {
+		const char *p = buf + k * PG;
+
+		if (k & 1 ? !tu_is_zero(p) :
+		    tu_check(p, PF_TAG, k, 1) != -1 && tu_check(p, PF_TAG, k, 2) != -1)
+			return 22;
+	}
+	return 0;
+}
+
+/* A writer: O_DSYNC (FUA: never buffered, the direct path), then reads its pages back. */
+static int pf_writer(const char *dev, unsigned int w)
+{
+	uint64_t first = W_FIRST + (uint64_t)w * W_PAGES, s;
+	char *buf = page_buf(1);
+	int fd;
+
+	fd = open(dev, O_RDWR | O_DIRECT | O_DSYNC | O_CLOEXEC);
+	if (!buf || fd < 0)
+		return 30;
+	for (s = first; s < first + W_PAGES; s++) {
+		tu_fill(buf, PF_TAG + 1 + w, s, 1);
+		if (pwrite(fd, buf, PG, s * PG) != (ssize_t)PG)
+			return 31;
+		usleep(200000);
+	}
+	/* In one read: its pieces wait for the (delayed) device together. */
+	buf = page_buf(W_PAGES);
+	if (!buf || pread(fd, buf, W_PAGES * PG, first * PG) != (ssize_t)(W_PAGES * PG))
+		return 32;
+	for (s = 0; s < W_PAGES; s++)
+		if (tu_check(buf + s * PG, PF_TAG + 1 + w, first + s, 1) != -1)
+			return 33;
+	return 0;
+}
+
+/* Waits up to @secs for the children in kid[0, n); returns how many are left. */
+static int wait_kids(FIXTURE_DATA(harden) *self, int n, double secs, int *bad)
+{
+	double end = tu_now() + secs;
+	int i, left, status;
+
+	for (;;) {
+		left = 0;
+		for (i = 0; i < n; i++) {
+			if (self->kid[i] <= 0)
+				continue;
+			if (waitpid(self->kid[i], &status, WNOHANG) == self->kid[i]) {
+				self->kid[i] = 0;
+				if (!WIFEXITED(status) || WEXITSTATUS(status))
+					(*bad)++;
+				continue;
+			}
+			left++;
+		}
+		if (!left || tu_now() > end)
+			return left;
+		usleep(50000);
+	}
+}
+
+/*
+ * Item 1. The backing device answers reads after DELAY_MS (dm-delay), so a prefetch
+ * read stays in flight while READERS reads wait for it, each on 16 pages of the
+ * prefetched segment interleaved with empty slots; then the 16 pages are written again
+ * (through the write buffer, which writes them back at once), so that when the
+ * prefetch read lands, its blocks are dead and every waiting read must go to the
+ * device; meanwhile WRITERS write with O_DSYNC, which takes the direct path (a bio from
+ * the tier's pool, as swap-out takes when the buffer is full). fault_bio_reserve makes
+ * every bio come from the reserves. All must finish: a stall is a failure (reported,
+ * then the parameter is cleared so that the stuck I/O drains).
+ */
+TEST_F_TIMEOUT(harden, prefetch_waiters_under_pressure, 240)
+{
+	const char *kv[] = {
+		"segment_kib", "64", "max_capacity_mib", "16", "max_open_segments", "4",
+		"write_buffer_mib", "8",
+	};
+	unsigned long long r0[RS_N], r1[RS_N];
+	uint64_t slots[PF_PAGES], id, s;
+	char cmd[PATH_MAX * 2], dm_path[96], cg[PATH_MAX], name[64];
+	struct pagetier_prefetch pf;
+	int i, fd, left, bad = 0, tries;
+	char *buf;
+	double t0;
+
+	ASSERT_EQ(0, tu_cg_setup_root());
+	if (system("modprobe dm-delay 2>/dev/null; command -v dmsetup >/dev/null"))
+		SKIP(return, "needs dmsetup and dm-delay");
+	snprintf(self->dm_name, sizeof(self->dm_name), "pagetier-test-delay-%d", getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "echo '0 %llu delay %s 0 %d %s 0 0' | dmsetup create %s --noudevsync && "
+		 "dmsetup mknodes %s", DM_SECTORS, tu_backing(), DELAY_MS, tu_backing(),
+		 self->dm_name, self->dm_name);
+	if (system(cmd)) {
+		self->dm_name[0] = '\0';
+		SKIP(return, "dmsetup could not make a delay device");
+	}
+	snprintf(dm_path, sizeof(dm_path), "/dev/mapper/%s", self->dm_name);
+	if (tu_param_set(&self->fault, "fault_bio_reserve", "1"))
+		SKIP(return, "the module has no fault_bio_reserve parameter");
+	/* Set until the end: the tier's bios come from its reserves only. */
+	ASSERT_EQ(0, make_tier(self, dm_path, kv, 4));
+
+	/* One segment of a cgroup's pages at slots 0, 2, ... 30. */
+	snprintf(name, sizeof(name), "pagetier-harden-pf-%d", getpid());
+	ASSERT_EQ(0, tu_cg_create(name, cg, sizeof(cg), &id));
+	snprintf(self->cg_top, sizeof(self->cg_top), "%s", cg);
+	for (s = 0; s < PF_PAGES; s++)
+		slots[s] = 2 * s;
+	self->kid[0] = fork();
+	ASSERT_LE(0, self->kid[0]);
+	if (!self->kid[0])
+		_exit(cg_write(self->dev, cg, PF_TAG, slots, PF_PAGES, 1));
+	ASSERT_EQ(0, tu_wait_exit(&self->kid[0]));
+
+	/*
+	 * Prefetch it, until its read is in flight (a probe by udev may read slot 0 first
+	 * and take the segment out of the plan: then plan it again).
+	 */
+	for (tries = 0; tries < 5; tries++) {
+		ASSERT_EQ(RS_N, tu_tier_stat(self->c.tier_id, "read_stat", r0, RS_N));
+		ASSERT_EQ(0, tu_prefetch(self->ctl, self->c.tier_id, id, 0, 0, &pf));
+		ASSERT_EQ((__u64)PF_PAGES * PG, pf.planned_bytes);
+		for (i = 0; i < 40; i++) {
+			ASSERT_EQ(RS_N, tu_tier_stat(self->c.tier_id, "read_stat", r1, RS_N));
+			if (r1[RS_PF_IOS] != r0[RS_PF_IOS] ||
+			    r1[RS_PREEMPTED] != r0[RS_PREEMPTED])
+				break;
+			usleep(25000);
+		}
+		if (r1[RS_PF_IOS] != r0[RS_PF_IOS])
+			break;
+	}
+	ASSERT_EQ(r0[RS_PF_IOS] + 1, r1[RS_PF_IOS]) TH_LOG("the prefetch read did not start");
+	t0 = tu_now();
+
+	/* The readers wait for it. */
+	for (i = 0; i < READERS; i++) {
+		self->kid[i] = fork();
+		ASSERT_LE(0, self->kid[i]);
+		if (!self->kid[i])
+			_exit(pf_reader(self->dev));
+	}
+	usleep(500000);
+
+	/* The 16 pages again, buffered (no bio), then written back at once. */
+	buf = page_buf(1);
+	ASSERT_NE(NULL, buf);
+	fd = open(self->dev, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	for (s = 0; s < PF_PAGES; s++) {
+		tu_fill(buf, PF_TAG, 2 * s, 2);
+		ASSERT_EQ((ssize_t)PG, pwrite(fd, buf, PG, 2 * s * PG));
+	}
+	close(fd);
+	for (i = 0; i < 40 && stat_col(self->c.tier_id, "wb_stat", WB_HELD); i++)
+		usleep(25000);
+	ASSERT_EQ(RS_N, tu_tier_stat(self->c.tier_id, "read_stat", r1, RS_N));
+	EXPECT_EQ(0ULL, r1[RS_PF_BYTES] - r0[RS_PF_BYTES])
+		TH_LOG("the prefetch read landed before the rewrite (%.1f s): no race made",
+		       tu_now() - t0);
+
+	/* The writers, through the landing. */
+	for (i = 0; i < WRITERS; i++) {
+		self->kid[READERS + i] = fork();
+		ASSERT_LE(0, self->kid[READERS + i]);
+		if (!self->kid[READERS + i])
+			_exit(pf_writer(self->dev, i));
+	}
+
+	left = wait_kids(self, READERS + WRITERS, STALL_S, &bad);
+	TH_LOG("%d of %d readers and writers done after %.1f s", READERS + WRITERS - left,
+	       READERS + WRITERS, tu_now() - t0);
+	if (left) {
+		/* Stalled: let the slab serve again, so that the stuck I/O drains. */
+		tu_param_restore(&self->fault);
+		left = wait_kids(self, READERS + WRITERS, 60, &bad);
+		TH_LOG("after fault_bio_reserve was cleared: %d left", left);
+		EXPECT_EQ(0, 1) TH_LOG("reads and writes stalled on the tier's reserves");
+	}
+	EXPECT_EQ(0, left);
+	EXPECT_EQ(0, bad) TH_LOG("a reader or writer failed");
+
+	/* The prefetch read landed after the rewrite: none of its blocks was staged. */
+	ASSERT_EQ(RS_N, tu_tier_stat(self->c.tier_id, "read_stat", r1, RS_N));
+	EXPECT_LE(r0[RS_DROPPED] + PF_PAGES, r1[RS_DROPPED]);
+	EXPECT_EQ(0ULL, r1[RS_STAGED]);
+
+	/* Every page reads back (in one read: the device is slow). */
+	tu_param_restore(&self->fault);
+	free(buf);
+	buf = page_buf(RD_SLOTS);
+	ASSERT_NE(NULL, buf);
+	fd = open(self->dev, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)(RD_SLOTS * PG), pread(fd, buf, RD_SLOTS * PG, 0));
+	for (s = 0; s < PF_PAGES; s++)
+		EXPECT_EQ(-1, tu_check(buf + 2 * s * PG, PF_TAG, 2 * s, 2)) TH_LOG("slot %llu",
+			(unsigned long long)(2 * s));
+	close(fd);
+	free(buf);
+}
+
+TEST_HARNESS_MAIN
