@@ -30,7 +30,12 @@
  *
  * The I/O path allocates only from the tier's bio_sets (mempools, GFP_NOIO), at most
  * one bio per bio_set per call in the submitting context, so it always progresses in
- * reclaim.
+ * reclaim. Each set's bios are held only by I/O sent to the backing device, never by
+ * something that waits for a work item: a write passes the gate before it takes its
+ * clone, a read that waits (for a write or a prefetch) waits as its own clone, reads
+ * continued by workers (rd_work, pf_work) take their pieces from a set of their own
+ * (rd_bs), and failed pieces are read again by rt_work, on a workqueue of its own, from
+ * rt_bs. So swap-out never waits for a prefetch read to be landed by pf_work.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -284,7 +289,7 @@ static void pt_io_endio(struct bio *clone)
 			 */
 			io->retried = true;
 			bio_list_add(&t->rd_failed, clone);
-			queue_work(t->wq, &t->rd_work);
+			queue_work(t->rt_wq, &t->rt_work);
 			spin_unlock_irqrestore(&t->lock, flags);
 			return;
 		}
@@ -445,8 +450,8 @@ static void pt_write(struct pt_tier *t, struct bio *bio)
 	spin_unlock_irqrestore(&t->lock, flags);
 
 	/*
-	 * Admission first, the clone after: a writer waiting at the gate holds no entry of
-	 * io_bs, which reads resolved by workers allocate from too.
+	 * Admission first, the clone after: a writer waiting at the gate holds no bio of
+	 * io_bs, whose bios are all in flight on the backing device.
 	 */
 	pt_gate_wait(t, got);
 	clone = bio_alloc_clone(t->backing.bdev, bio, GFP_NOIO, &t->io_bs);
@@ -549,15 +554,6 @@ struct pt_class {
 	struct page *pages[PT_HIT_MAX];	/* HIT: taken from the cache; BUF: buffered */
 	struct pt_wbuf *bufs[PT_HIT_MAX];	/* BUF: pinned write buffer entries */
 };
-
-static void pt_top_endio(struct bio *c);
-
-static struct pt_top *pt_bio_top(struct bio *c)
-{
-	if (c->bi_end_io == pt_top_endio)
-		return container_of(c, struct pt_top, bio);
-	return container_of(c, struct pt_io, bio)->top;
-}
 
 /* Charges a read to the cgroups owning its slots (empty slots: unattributed). */
 static void pt_account_read_locked(struct pt_tier *t, struct pt_top *top)
@@ -732,12 +728,15 @@ static void pt_fill(struct pt_tier *t, struct bio *c, struct pt_class *cl)
 	bio_advance(c, cl->len << PT_SLOT_SHIFT);
 }
 
-/* Cuts the first @n slots of container @c into a piece that completes into @c. */
+/*
+ * Cuts the first @n slots of container @c into a READ piece that completes into @c, a
+ * bio of @bs: the caller sends it to the backing device at once.
+ */
 static struct bio *pt_carve(struct pt_tier *t, struct bio *c, struct pt_top *top, u32 n,
-			    u8 kind)
+			    struct bio_set *bs)
 {
-	struct bio *p = bio_alloc_clone(c->bi_bdev, c, GFP_NOIO, &t->io_bs);
-	struct pt_io *io = pt_io_init(p, t, kind);
+	struct bio *p = bio_alloc_clone(c->bi_bdev, c, GFP_NOIO, bs);
+	struct pt_io *io = pt_io_init(p, t, PT_IO_READ);
 
 	io->top = top;
 	io->nr = n;
@@ -750,14 +749,17 @@ static struct bio *pt_carve(struct pt_tier *t, struct bio *c, struct pt_top *top
 	return p;
 }
 
-/* Parks @b (a piece, or the rest of a container) until what it waits for is done. */
+/* Parks the rest of container @b until what it waits for is done. */
 static void pt_wait(struct pt_tier *t, struct bio *b, const struct pt_class *cl)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(&t->lock, flags);
-	/* Check again: it may have finished since pt_classify() looked. */
-	if (cl->kind == PT_CL_WAIT_PF && t->segs[cl->seg].pf != PT_PF_NONE) {
+	/*
+	 * Check again: it may have finished since pt_classify() looked. Only a read in
+	 * flight is waited for: a segment planned again meanwhile is read on demand.
+	 */
+	if (cl->kind == PT_CL_WAIT_PF && t->segs[cl->seg].pf == PT_PF_INFLIGHT) {
 		bio_list_add(&t->segs[cl->seg].waiters, b);
 	} else if (cl->kind == PT_CL_WAIT_W && t->wr_seq == cl->wseq) {
 		bio_list_add(&t->wait_write, b);
@@ -771,16 +773,22 @@ static void pt_wait(struct pt_tier *t, struct bio *b, const struct pt_class *cl)
 /**
  * pt_read_resolve() - serve the rest of a read container piece by piece
  * @t: the tier
- * @c: the container: a read's pt_top clone, or a piece that waited
+ * @c: the container: a read's pt_top clone, new or back from waiting
  * @in_submit: called from ->submit_bio: then a piece sent to the backing device is only
  *             submitted after we return, and holds its bio_set entry until then, so the
- *             rest of @c is left to rd_work instead of allocating more
+ *             rest of @c is left to rd_work instead of allocating more. Otherwise (a
+ *             worker) pieces come from rd_bs, whose bios are all on the backing device,
+ *             so the allocation waits only for the device.
+ *
+ * When the next slots wait (for a write or a prefetch read), the container itself
+ * waits, with the rest: waiting holds no bio of any set.
  *
  * Context: may sleep (bio_set allocations).
  */
 void pt_read_resolve(struct pt_tier *t, struct bio *c, bool in_submit)
 {
-	struct pt_top *top = pt_bio_top(c);
+	struct pt_top *top = container_of(c, struct pt_top, bio);
+	struct bio_set *bs = in_submit ? &t->io_bs : &t->rd_bs;
 	struct pt_class cl;
 	struct pt_io *io;
 	struct bio *p;
@@ -794,7 +802,7 @@ void pt_read_resolve(struct pt_tier *t, struct bio *c, bool in_submit)
 			pt_fill(t, c, &cl);
 			break;
 		case PT_CL_READ:
-			p = pt_carve(t, c, top, cl.len, PT_IO_READ);
+			p = pt_carve(t, c, top, cl.len, bs);
 			io = container_of(p, struct pt_io, bio);
 			io->pblk = cl.pblk;
 			io->seg = cl.seg;
@@ -810,12 +818,8 @@ void pt_read_resolve(struct pt_tier *t, struct bio *c, bool in_submit)
 			}
 			break;
 		default:
-			if (cl.len << PT_SLOT_SHIFT == c->bi_iter.bi_size) {
-				pt_wait(t, c, &cl);
-				return;
-			}
-			pt_wait(t, pt_carve(t, c, top, cl.len, PT_IO_WAIT), &cl);
-			break;
+			pt_wait(t, c, &cl);
+			return;
 		}
 	}
 	/* The container's own reference: it completes when its last piece does. */
@@ -985,7 +989,8 @@ static void pt_read_retry(struct pt_tier *t, struct bio *p)
 	p->bi_status = BLK_STS_OK;
 	p->bi_iter = io->iter;
 	for (k = 0; k < io->nr; k++) {
-		c = bio_alloc_clone(t->backing.bdev, p, GFP_NOIO, &t->io_bs);
+		/* Sent at once: each one waits only for the device's earlier ones. */
+		c = bio_alloc_clone(t->backing.bdev, p, GFP_NOIO, &t->rt_bs);
 		cio = pt_io_init(c, t, PT_IO_RETRY);
 		cio->pblk = io->pblk + k;
 		cio->nr = 1;
@@ -1003,23 +1008,37 @@ static void pt_read_retry(struct pt_tier *t, struct bio *p)
 	bio_endio(p);
 }
 
-/* Reads that continue outside ->submit_bio, failed reads, and waiters to look at again. */
-static void pt_rd_work(struct work_struct *work)
+/*
+ * Failed READ pieces, read again. On a workqueue of its own: rd_work and pf_work may
+ * wait for rd_bs bios that only these retries give back.
+ */
+static void pt_rt_work(struct work_struct *work)
 {
-	struct pt_tier *t = container_of(work, struct pt_tier, rd_work);
-	struct bio_list l, f;
+	struct pt_tier *t = container_of(work, struct pt_tier, rt_work);
+	struct bio_list f;
 	struct bio *b;
 
 	spin_lock_irq(&t->lock);
 	f = t->rd_failed;
 	bio_list_init(&t->rd_failed);
+	spin_unlock_irq(&t->lock);
+	while ((b = bio_list_pop(&f)))
+		pt_read_retry(t, b);
+}
+
+/* Reads that continue outside ->submit_bio, and waiters to look at again. */
+static void pt_rd_work(struct work_struct *work)
+{
+	struct pt_tier *t = container_of(work, struct pt_tier, rd_work);
+	struct bio_list l;
+	struct bio *b;
+
+	spin_lock_irq(&t->lock);
 	l = t->rd_retry;
 	bio_list_init(&t->rd_retry);
 	bio_list_merge(&l, &t->wait_write);
 	bio_list_init(&t->wait_write);
 	spin_unlock_irq(&t->lock);
-	while ((b = bio_list_pop(&f)))
-		pt_read_retry(t, b);
 	while ((b = bio_list_pop(&l)))
 		pt_read_resolve(t, b, false);
 }
@@ -1272,8 +1291,12 @@ static void pt_tier_free(struct pt_tier *t)
 		destroy_workqueue(t->wq);
 	if (t->gc_wq)
 		destroy_workqueue(t->gc_wq);
+	if (t->rt_wq)
+		destroy_workqueue(t->rt_wq);
 	bioset_exit(&t->wb_bs);
 	bioset_exit(&t->bg_bs);
+	bioset_exit(&t->rt_bs);
+	bioset_exit(&t->rd_bs);
 	bioset_exit(&t->io_bs);
 	bioset_exit(&t->top_bs);
 	pt_stage_free_all(t);
@@ -1359,6 +1382,10 @@ static int pt_tier_alloc_io(struct pt_tier *t)
 	if (!ret)
 		ret = bioset_init(&t->io_bs, 64, offsetof(struct pt_io, bio), 0);
 	if (!ret)
+		ret = bioset_init(&t->rd_bs, 64, offsetof(struct pt_io, bio), 0);
+	if (!ret)
+		ret = bioset_init(&t->rt_bs, 16, offsetof(struct pt_io, bio), 0);
+	if (!ret)
 		ret = bioset_init(&t->bg_bs, 4, offsetof(struct pt_bgio, bio), BIOSET_NEED_BVECS);
 	if (!ret && t->wb_max)
 		ret = bioset_init(&t->wb_bs, 4, offsetof(struct pt_bgio, bio), BIOSET_NEED_BVECS);
@@ -1368,13 +1395,16 @@ static int pt_tier_alloc_io(struct pt_tier *t)
 		pr_warn("pagetier%u: fault_bio_reserve: bios come from the reserves only\n", t->id);
 		pt_fault_bio_install(&t->top_bs);
 		pt_fault_bio_install(&t->io_bs);
+		pt_fault_bio_install(&t->rd_bs);
+		pt_fault_bio_install(&t->rt_bs);
 		pt_fault_bio_install(&t->bg_bs);
 		pt_fault_bio_install(&t->wb_bs);
 	}
 	/* In the reclaim path (reads wait for prefetch, writes for the collector). */
 	t->wq = alloc_workqueue("pagetier%u", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0, t->id);
 	t->gc_wq = alloc_workqueue("pagetier%u_gc", WQ_MEM_RECLAIM | WQ_UNBOUND, 1, t->id);
-	if (!t->wq || !t->gc_wq)
+	t->rt_wq = alloc_workqueue("pagetier%u_rt", WQ_MEM_RECLAIM, 1, t->id);
+	if (!t->wq || !t->gc_wq || !t->rt_wq)
 		return -ENOMEM;
 	return 0;
 }
@@ -1423,6 +1453,7 @@ static struct pt_tier *pt_tier_new(const char *path)
 	init_waitqueue_head(&t->wb_flush_wq);
 	INIT_DELAYED_WORK(&t->wb_work, pt_wb_work);
 	INIT_WORK(&t->rd_work, pt_rd_work);
+	INIT_WORK(&t->rt_work, pt_rt_work);
 	INIT_WORK(&t->pf_work, pt_pf_work);
 	INIT_WORK(&t->gc_work, pt_gc_work);
 	INIT_DELAYED_WORK(&t->tick_work, pt_tick_work);
@@ -1563,6 +1594,7 @@ static void pt_tier_teardown(struct pt_tier *t)
 	 * be in flight, and their completion uses the tier.
 	 */
 	wait_var_event(&t->inflight, !atomic_read(&t->inflight));
+	flush_workqueue(t->rt_wq);
 	flush_workqueue(t->wq);
 	cancel_delayed_work_sync(&t->tick_work);
 	/* A write-back completion may have queued it again: what is buffered is dropped. */

@@ -265,7 +265,9 @@ struct pt_tier {
 	u32 stage_max;			/* staging cache bound, pages */
 
 	struct bio_set top_bs;		/* one clone per read: its context */
-	struct bio_set io_bs;		/* clones sent to the backing device, read pieces */
+	struct bio_set io_bs;		/* clones and read pieces sent from ->submit_bio */
+	struct bio_set rd_bs;		/* read pieces sent from rd_work and pf_work */
+	struct bio_set rt_bs;		/* one-block reads of rt_work (retries) */
 	struct bio_set bg_bs;		/* GC and prefetch bios, with their own pages */
 	struct bio_set wb_bs;		/* write-back bios of the write buffer */
 	atomic_t inflight;		/* bios of ours not completed yet */
@@ -275,7 +277,9 @@ struct pt_tier {
 
 	struct workqueue_struct *wq;	/* read continuations, prefetch */
 	struct workqueue_struct *gc_wq;
+	struct workqueue_struct *rt_wq;	/* retries: never queued behind what waits for them */
 	struct work_struct rd_work;
+	struct work_struct rt_work;	/* reads again the pieces on rd_failed */
 	struct work_struct pf_work;
 	struct work_struct gc_work;
 	struct delayed_work tick_work;	/* staging and plan expiry */
@@ -330,9 +334,9 @@ struct pt_tier {
 	bool pf_full;			/* planned work waits for room in the cache */
 	struct pt_pfchunk *pf_chunks;	/* pf_work's scratch, one per 1 MiB of segment */
 
-	/* reads that wait or continue in rd_work */
+	/* reads that wait or continue in rd_work (rd_failed: rt_work) */
 	struct bio_list rd_retry;	/* re-resolve */
-	struct bio_list wait_write;	/* pieces waiting for a write of their slot */
+	struct bio_list wait_write;	/* reads waiting for a write of their slot */
 	struct bio_list rd_failed;	/* READ pieces to read again block by block */
 	u32 wr_seq;			/* write completions, for wait_write */
 
@@ -360,7 +364,10 @@ struct pt_tier {
 
 /* Per-bio contexts (bio_set front_pad). */
 
-/* The clone of every read bio: when it completes, the read is over. */
+/*
+ * The clone of every read bio: when it completes, the read is over. It is also what
+ * waits (for a write or a prefetch of its next slots): waiting never takes a bio.
+ */
 struct pt_top {
 	struct pt_tier *t;
 	struct bio *orig;
@@ -378,7 +385,6 @@ enum pt_io_kind {
 	PT_IO_WRITE,			/* clone of a write, to the backing device */
 	PT_IO_FLUSH,			/* empty flush, passed through */
 	PT_IO_READ,			/* read piece, to the backing device */
-	PT_IO_WAIT,			/* read piece waiting (or a container of pieces) */
 	PT_IO_RETRY,			/* one block of a failed READ piece, read again */
 };
 

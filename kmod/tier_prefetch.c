@@ -375,6 +375,18 @@ void pt_pf_endio(struct bio *bio)
 	if (bio->bi_status)
 		io->status = bio->bi_status;
 	/*
+	 * The device is done with it: its share of the gate goes back now, not when pf_work
+	 * lands it, so that what waits at the gate (writes among them) never waits for
+	 * pf_work. Before it is queued: @t is ours until then.
+	 */
+	if (io->gated) {
+		io->gated = false;
+		spin_lock_irqsave(&t->lock, flags);
+		pt_gate_put_locked(t, io->nr);
+		spin_unlock_irqrestore(&t->lock, flags);
+		pt_gate_wake(t);
+	}
+	/*
 	 * Queued under the lock, as pt_io_endio() does: once the lock is dropped, a running
 	 * pf_work may land this read, drop the tier's last in-flight reference and let
 	 * teardown free @t before a queue_work() here would touch it.
@@ -387,7 +399,9 @@ void pt_pf_endio(struct bio *bio)
 
 /*
  * One prefetch read of segment @seg is over (@nr blocks, landed or not): the segment
- * is done when its last read is, and its waiters look again.
+ * is done when its last read is, and its waiters look again. @gated: its share of the
+ * gate is still held (a read never sent); a read that completed gave it back in
+ * pt_pf_endio(). Either way, before the waiters, which may wait for rd_bs.
  */
 static void pt_pf_read_done(struct pt_tier *t, u32 seg, u32 nr, bool gated)
 {
