@@ -82,6 +82,7 @@ void pt_preload_server_default_opts(struct pt_preload_server_opts *opts)
 	memset(opts, 0, sizeof(*opts));
 	opts->max_peers = 4096;
 	opts->max_pending = 64;
+	opts->max_peers_per_cgroup = 256;
 	opts->max_ring_bytes = 256ULL << 20;
 	pt_preload_default_limits(&opts->limits);
 	opts->proc_root = "/proc";
@@ -143,6 +144,8 @@ int pt_preload_server_open(struct pt_preload_server **out, const char *path,
 		s->opts.max_peers = 4096;
 	if (!s->opts.max_pending)
 		s->opts.max_pending = 64;
+	if (!s->opts.max_peers_per_cgroup)
+		s->opts.max_peers_per_cgroup = 256;
 	if (!s->opts.max_ring_bytes)
 		s->opts.max_ring_bytes = 256ULL << 20;
 	s->optin = optin;
@@ -344,6 +347,24 @@ static void drop_older_rings(struct pt_preload_server *s, struct peer *p)
 	}
 }
 
+/*
+ * Registered peers of @p's cgroup but @p's own pid's: a ring that @p replaces
+ * (drop_older_rings) frees its slot, or a process re-registering in a full cgroup would
+ * be refused. Peers already gone hold their fd only until the next drain: not counted.
+ */
+static unsigned int peers_of_cgroup(const struct pt_preload_server *s, const struct peer *p)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < s->npeers; i++) {
+		const struct peer *o = s->peers[i];
+
+		n += o->registered && !o->gone && o->pid != p->pid &&
+		     strcmp(o->cgroup, p->cgroup) == 0;
+	}
+	return n;
+}
+
 /* Reads the registration message of @p. 0 registered, -EAGAIN not yet, <0 drop the peer. */
 static int peer_hello(struct pt_preload_server *s, struct peer *p)
 {
@@ -411,6 +432,17 @@ static int peer_hello(struct pt_preload_server *s, struct peer *p)
 		s->st.rejected_peers++;
 		pt_debug("preload: pid %d (cgroup %s) is not opted in", (int)p->pid, p->cgroup);
 		return -EPERM;
+	}
+	if (peers_of_cgroup(s, p) >= s->opts.max_peers_per_cgroup) {
+		close(fds[0]);
+		reply(p, PT_PRELOAD_REJECT);
+		if (!s->st.refused_cgroup_full++ || !(s->st.refused_cgroup_full % 1024))
+			pt_warn("preload: cgroup %s has %u registered processes, the most one may "
+				"have (max_peers_per_cgroup): pid %d and further ones run without "
+				"the library (%llu refused so far)",
+				p->cgroup, s->opts.max_peers_per_cgroup, (int)p->pid,
+				(unsigned long long)s->st.refused_cgroup_full);
+		return -EUSERS;
 	}
 	err = map_ring(s, p, fds[0], ring_bytes);
 	if (err)

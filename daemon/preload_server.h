@@ -126,6 +126,13 @@ typedef void (*pt_preload_peer_fn)(pid_t pid, const char *cgroup, bool up, void 
 struct pt_preload_server_opts {
 	unsigned int max_peers;		/* connections held at once (default 4096) */
 	unsigned int max_pending;	/* of those, not registered yet (default 64) */
+	/*
+	 * Registered peers of one cgroup (default 256): one container forking thousands of
+	 * registering processes must not take every peer slot, nor the daemon's fds. Beyond
+	 * it a process is answered "not opted in" (pass-through until it execs); the
+	 * scanner still sees its memory.
+	 */
+	unsigned int max_peers_per_cgroup;
 	uint64_t max_ring_bytes;	/* all peers' rings mapped at once (default 256 MiB) */
 	struct pt_preload_limits limits;
 	const char *proc_root;		/* "/proc" unless testing */
@@ -176,6 +183,7 @@ struct pt_preload_server_stats {
 	unsigned int peers;
 	uint64_t accepted_peers, rejected_peers, bad_hellos;
 	uint64_t refused;		/* connections closed at once: too many, out of fds */
+	uint64_t refused_cgroup_full;	/* registrations over max_peers_per_cgroup */
 	uint64_t replaced;		/* rings dropped for a newer one of the same pid */
 	uint64_t records, rejected[PT_PRELOAD_REJ_NR], throttled;
 	uint64_t producer_dropped;	/* summed from the peers' headers: untrusted, advisory */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -120,6 +121,7 @@ static int setup(void **state)
 	opts.on_peer = on_peer;
 	opts.limits.max_per_sec = 2000;		/* the flood test's budget */
 	opts.max_pending = 16;
+	opts.max_peers_per_cgroup = 4;		/* the fork-flood test's cap */
 	assert_int_equal(pt_preload_server_open(&T.s, T.path, &opts, optin_all, NULL), 0);
 	return 0;
 }
@@ -619,6 +621,120 @@ static void test_connection_flood_and_replaced_rings(void **state)
 	ring_free(&b, RING_BYTES);
 }
 
+/*
+ * A child that registers a ring and holds it until the parent closes @hold[1]; it exits 0
+ * if it was accepted, 1 if refused.
+ */
+static pid_t child_registers(const int hold[2])
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ring c = ring_new(RING_BYTES, true);
+		struct pt_preload_hello h = hello_of(RING_BYTES);
+		struct sockaddr_un un = { .sun_family = AF_UNIX };
+		int s = socket(AF_UNIX, SOCK_STREAM, 0);
+		char ch = 0;
+
+		alarm(60);		/* never outlive a failed test */
+		close(hold[1]);		/* or its read below would never see EOF */
+		strcpy(un.sun_path, T.path);
+		if (connect(s, (struct sockaddr *)&un, sizeof(un)) < 0)
+			_exit(2);
+		send_with_fds(s, &h, sizeof(h), &c.fd, 1);
+		if (recv(s, &ch, 1, 0) != 1 || ch != PT_PRELOAD_ACCEPT)
+			_exit(1);
+		(void)!read(hold[0], &ch, 1);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Waits for @pid, pumping the server meanwhile; returns its exit status. */
+static int wait_child(pid_t pid)
+{
+	int status = 0;
+	pid_t r = 0;
+
+	for (int i = 0; i < 500 && (r = waitpid(pid, &status, WNOHANG)) == 0; i++)
+		pump(10);
+	if (r == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fail_msg("child %d did not exit", (int)pid);
+	}
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/* Descriptors this process holds (the server's sockets among them). */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3;	/* ".", "..", and the directory's own fd */
+}
+
+/*
+ * One container forking registering processes takes at most max_peers_per_cgroup peer
+ * slots (and fds): the next ones are refused, counted, and get in again once some leave.
+ */
+#define FORK_FLOOD 12	/* below max_pending: every one gets to register */
+static void test_fork_flood_capped_per_cgroup(void **state)
+{
+	int hold[2], fds0, ok = 0, refused = 0, hold2[2];
+	pid_t kids[FORK_FLOOD], extra;
+	struct pt_preload_server_stats st;
+
+	(void)state;
+	assert_int_equal(pipe(hold), 0);
+	fds0 = open_fds();
+	for (int i = 0; i < FORK_FLOOD; i++)
+		kids[i] = child_registers(hold);
+	for (int i = 0; i < 500; i++) {
+		st = stats();
+		if (st.accepted_peers + st.refused_cgroup_full >= FORK_FLOOD)
+			break;
+		pump(10);
+	}
+	pump(20);
+	st = stats();
+	print_message("# fork flood: %d processes of one cgroup: %u peers registered, %d fds "
+		      "held by the server, %llu refused (cap %d)\n", FORK_FLOOD, st.peers,
+		      open_fds() - fds0, (unsigned long long)st.refused_cgroup_full, 4);
+	assert_int_equal(st.peers, 4);
+	assert_int_equal(open_fds() - fds0, 4);
+	assert_int_equal(st.refused_cgroup_full, FORK_FLOOD - 4);
+	close(hold[1]);					/* they all leave */
+	fds0--;
+	for (int i = 0; i < FORK_FLOOD; i++) {
+		int rc = wait_child(kids[i]);
+
+		ok += rc == 0;
+		refused += rc == 1;
+	}
+	assert_int_equal(ok, 4);
+	assert_int_equal(refused, FORK_FLOOD - 4);
+	pump(50);
+	assert_int_equal(stats().peers, 0);
+	assert_int_equal(open_fds() - fds0, 0);
+	assert_int_equal(pipe(hold2), 0);
+	extra = child_registers(hold2);
+	for (int i = 0; i < 100 && stats().accepted_peers < 5; i++)
+		pump(10);
+	assert_int_equal(stats().accepted_peers, 5);	/* room again */
+	close(hold2[1]);
+	assert_int_equal(wait_child(extra), 0);
+	close(hold2[0]);
+	close(hold[0]);
+}
+
 /* Out of fds: the server must stop polling its listening socket, not spin, and recover. */
 static void test_out_of_fds(void **state)
 {
@@ -695,6 +811,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_flood_beyond_rate_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connection_flood_and_replaced_rings, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_fork_flood_capped_per_cgroup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_fds, setup, teardown),
 	};
 
