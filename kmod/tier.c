@@ -65,7 +65,8 @@
 static unsigned int max_cgroups = CONFIG_PAGETIER_MAX_CGROUPS;
 module_param(max_cgroups, uint, 0444);
 MODULE_PARM_DESC(max_cgroups, "cgroups tracked per tier, 1-65534 (default "
-		 __stringify(CONFIG_PAGETIER_MAX_CGROUPS) "); more count as unattributed");
+		 __stringify(CONFIG_PAGETIER_MAX_CGROUPS)
+		 "); a full table evicts the cgroup with the fewest pages");
 
 static unsigned long max_capacity_mib;
 module_param(max_capacity_mib, ulong, 0644);
@@ -1112,7 +1113,7 @@ static struct pt_tier *pt_dev_tier(struct device *dev)
 static ssize_t tier_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct pt_tier *t = pt_dev_tier(dev);
-	u64 v[10];
+	u64 v[12];
 	u32 i, cgroups = 0;
 
 	spin_lock_irq(&t->lock);
@@ -1128,11 +1129,14 @@ static ssize_t tier_stat_show(struct device *dev, struct device_attribute *attr,
 	v[7] = t->st.write_errors;
 	v[8] = cgroups;
 	v[9] = t->st.cgroup_overflows;
+	v[10] = t->st.cgroup_evictions;
+	v[11] = t->st.cgroup_evicted_pages;
 	spin_unlock_irq(&t->lock);
 
 	return sysfs_emit(buf,
-			  "%8llu %12llu %12llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
-			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]);
+			  "%8llu %12llu %12llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
+			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
+			  v[11]);
 }
 static DEVICE_ATTR_RO(tier_stat);
 

@@ -204,6 +204,8 @@ struct pt_stats {
 	u64 read_ios;
 	u64 discard_pages;
 	u64 cgroup_overflows;
+	u64 cgroup_evictions;		/* entries taken from a cgroup with pages left */
+	u64 cgroup_evicted_pages;	/* ... its pages, unattributed since */
 	u64 read_errors;
 	u64 write_errors;
 	/* read_stat */
@@ -312,6 +314,8 @@ struct pt_tier {
 	u32 nr_cg;
 	u32 cg_used;			/* cg[PT_CG_FIRST..cg_used) have been handed out */
 	u32 cg_empty;			/* handed-out entries with no pages: reusable */
+	u32 cg_cursor;			/* where the next eviction looks from */
+	u16 gc_owner;			/* owner of the collector's victim: not evicted */
 	DECLARE_HASHTABLE(cg_hash, PT_CG_HASH_BITS);
 	u64 pages_stored;
 

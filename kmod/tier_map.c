@@ -171,15 +171,76 @@ static void pt_cg_reset(struct pt_tier *t, u32 i)
 	c->open_seg = PT_NONE;
 }
 
+/* Entries a full table looks at for the one with the fewest pages. */
+#define PT_CG_EVICT_SCAN	64
+
+/*
+ * The entry a new cgroup takes when the table is full: one whose cgroup has no pages
+ * left on the tier, else the one with the fewest pages of the next PT_CG_EVICT_SCAN
+ * from a rotating cursor (bounded work with interrupts off). Never the owner of the
+ * collector's victim: the collector writes its copies to that entry's open segment.
+ * Return: the index, or 0 if there is none.
+ */
+static u32 pt_cg_victim(struct pt_tier *t)
+{
+	u32 n = t->nr_cg - PT_CG_FIRST, i, k, best = 0;
+
+	lockdep_assert_held(&t->lock);
+	if (t->cg_empty)
+		for (i = PT_CG_FIRST; i < t->nr_cg; i++)
+			if (!t->cg[i].pages_stored && i != t->gc_owner)
+				return i;
+	for (k = 0; k < min_t(u32, n, PT_CG_EVICT_SCAN); k++) {
+		i = PT_CG_FIRST + t->cg_cursor;
+		t->cg_cursor = (t->cg_cursor + 1) % n;
+		if (i == t->gc_owner)
+			continue;
+		if (!best || t->cg[i].pages_stored < t->cg[best].pages_stored)
+			best = i;
+	}
+	return best;
+}
+
+/*
+ * Gives the pages of cg[@i] to the unattributed entry, so that the entry can take a new
+ * cgroup: its segments, live pages and staged pages are unattributed from now on.
+ */
+static void pt_cg_evict(struct pt_tier *t, u32 i)
+{
+	struct pt_cgroup *c = &t->cg[i], *u = &t->cg[PT_CG_UNATTRIBUTED];
+	struct pt_seg *s;
+
+	lockdep_assert_held(&t->lock);
+	if (c->open_seg != PT_NONE)
+		pt_seg_seal(t, c->open_seg);
+	list_for_each_entry(s, &c->segs, cg_node)
+		s->owner = PT_CG_UNATTRIBUTED;
+	list_splice_tail_init(&c->segs, &u->segs);
+	u->nr_segs += c->nr_segs;
+	u->pages_stored += c->pages_stored;
+	u->staged_pages += c->staged_pages;
+	u->in_use = true;
+	t->st.cgroup_evictions++;
+	t->st.cgroup_evicted_pages += c->pages_stored;
+	c->nr_segs = 0;
+	c->pages_stored = 0;
+	c->staged_pages = 0;
+	t->cg_empty++;
+}
+
 /**
  * pt_cg_get() - the table index of cgroup @id, adding it if needed
  * @t: the tier
  * @id: cgroup id, 0 = unattributed
  *
  * When the table is full, the entry of a cgroup with no pages left on the tier is
- * reused; if there is none, the cgroup counts as unattributed.
+ * reused; if there is none, the cgroup with the fewest pages of those looked at is
+ * evicted: its pages count as unattributed from then on (tier_stat's
+ * cgroup_evictions). So a new cgroup always gets an entry, however many cgroups hold
+ * pages, and only the smallest lose theirs.
  *
- * Return: the index, PT_CG_UNATTRIBUTED for id 0 or a full table.
+ * Return: the index, PT_CG_UNATTRIBUTED for id 0 (or for a table of one entry that the
+ * collector uses).
  */
 u16 pt_cg_get(struct pt_tier *t, u64 id)
 {
@@ -196,16 +257,13 @@ u16 pt_cg_get(struct pt_tier *t, u64 id)
 	if (t->cg_used < t->nr_cg) {
 		i = t->cg_used++;
 		t->cg_empty++;
-	} else if (t->cg_empty) {
-		/* Full: reuse the entry of a cgroup that has nothing left here. */
-		for (i = PT_CG_FIRST; i < t->nr_cg; i++)
-			if (!t->cg[i].pages_stored)
-				break;
-		if (WARN_ON_ONCE(i == t->nr_cg))
-			return PT_CG_UNATTRIBUTED;
-		pt_cg_reset(t, i);
 	} else {
-		return PT_CG_UNATTRIBUTED;
+		i = pt_cg_victim(t);
+		if (!i)
+			return PT_CG_UNATTRIBUTED;
+		if (t->cg[i].pages_stored)
+			pt_cg_evict(t, i);
+		pt_cg_reset(t, i);
 	}
 	c = &t->cg[i];
 	c->id = id;
@@ -538,7 +596,7 @@ void pt_map_repoint(struct pt_tier *t, u32 from, u32 to)
  * Greedy choice from the buckets of sealed segments by live block count. Segments
  * being written, prefetched or that failed collection before are skipped. The victim
  * goes to PT_SEG_GC with a reader reference, so it is neither reused nor chosen again
- * until pt_gc_done().
+ * until pt_gc_done(), and its owner's table entry is not given to another cgroup.
  *
  * Return: the segment, or PT_NONE; then @transient says whether a segment was skipped
  * only for the moment (being written or prefetched).
@@ -561,6 +619,7 @@ u32 pt_gc_pick(struct pt_tier *t, u32 max_valid, bool *transient)
 			list_del_init(&s->node);
 			s->state = PT_SEG_GC;
 			s->readers++;
+			t->gc_owner = s->owner;
 			return s - t->segs;
 		}
 	}
@@ -609,6 +668,7 @@ void pt_gc_done(struct pt_tier *t, u32 seg, bool complete)
 {
 	struct pt_seg *s = &t->segs[seg];
 
+	t->gc_owner = 0;
 	s->state = PT_SEG_SEALED;
 	if (!complete)
 		s->flags |= PT_SEG_F_GCERR;

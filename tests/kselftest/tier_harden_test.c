@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * tier_harden_test.c - kselftests of defects of the hardening issue (#12):
+ * tier_harden_test.c - kselftests of two defects of the hardening issue (#12):
  *
  *  - prefetch_waiters_under_pressure (item 1): swap-out and demand reads keep moving
  *    while prefetch is in flight, reads wait for it and many writers write, with every
@@ -9,6 +9,10 @@
  *    waiting for a prefetch held a bio of the pool writes clone from, and the prefetch
  *    engine, landing the read, needed one more from that pool: the readers and writers
  *    stalled until the parameter was cleared.
+ *  - cgroup_table_full (item 3): once more cgroups than the table holds have a page on
+ *    the tier, a new cgroup is still attributed (counters, PREFETCH, events), and
+ *    tier_stat counts the evictions. Before the fix, the new cgroup was unattributed:
+ *    PREFETCH failed with -ENOENT and its events said cgroup 0.
  *
  * Needs root, pagetier.ko loaded and a scratch block device whose contents are
  * destroyed: $PAGETIER_TEST_BACKING, default /dev/nvme0n1; the first also dmsetup and
@@ -34,6 +38,12 @@
 #define W_FIRST		1024		/* the writers' slots */
 #define STALL_S		60		/* the readers and writers are done by then */
 
+/* ---- item 3 ---- */
+
+#define CG_TAG		80
+#define CG_EXTRA	8		/* cgroups beyond the table's size */
+#define CG_PAR		32		/* writers at once */
+
 FIXTURE(harden) {
 	int ctl;
 	bool created;
@@ -41,8 +51,10 @@ FIXTURE(harden) {
 	char dev[64];
 	char dm_name[64];
 	struct tu_param fault;
-	char cg_top[PATH_MAX];		/* the test's cgroup */
-	pid_t kid[READERS + WRITERS];
+	char cg_top[PATH_MAX];		/* parent of the test's cgroups */
+	uint32_t ncg;			/* cgroups made under it: c0, c1... */
+	bool cg_new;			/* and "new" */
+	pid_t kid[READERS + WRITERS + CG_PAR];
 };
 
 FIXTURE_SETUP(harden)
@@ -58,18 +70,26 @@ FIXTURE_SETUP(harden)
 
 FIXTURE_TEARDOWN(harden)
 {
-	char cmd[PATH_MAX];
+	char path[PATH_MAX + 32], cmd[PATH_MAX];
 	uint32_t i;
 
 	/* Cleared first: a tier stuck on its reserves moves again. */
 	tu_param_restore(&self->fault);
-	for (i = 0; i < READERS + WRITERS; i++)
+	for (i = 0; i < READERS + WRITERS + CG_PAR; i++)
 		tu_reap(&self->kid[i]);
 	if (self->created)
 		EXPECT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
 	if (self->dm_name[0]) {
 		snprintf(cmd, sizeof(cmd), "dmsetup remove --retry %s", self->dm_name);
 		EXPECT_EQ(0, system(cmd));
+	}
+	for (i = 0; i < self->ncg; i++) {
+		snprintf(path, sizeof(path), "%s/c%u", self->cg_top, i);
+		tu_cg_remove(path);
+	}
+	if (self->cg_new) {
+		snprintf(path, sizeof(path), "%s/new", self->cg_top);
+		tu_cg_remove(path);
 	}
 	if (self->cg_top[0])
 		tu_cg_remove(self->cg_top);
@@ -357,6 +377,166 @@ TEST_F_TIMEOUT(harden, prefetch_waiters_under_pressure, 240)
 			(unsigned long long)(2 * s));
 	close(fd);
 	free(buf);
+}
+
+/* ---- item 3 ---- */
+
+/* The cgroup stats of every cgroup of the tier: a kvmalloc'ed array, *@count entries. */
+static struct pagetier_cgroup_stat *all_cg_stats(int ctl, uint32_t tier, uint32_t cap,
+						 uint32_t *count)
+{
+	struct pagetier_cgroup_stat *e = calloc(cap, sizeof(*e));
+	struct pagetier_cgroup_stats s = {
+		.size = sizeof(s), .tier_id = tier, .entry_size = sizeof(*e),
+		.capacity = cap, .entries = (uintptr_t)e,
+	};
+
+	if (!e || tu_ioctl(ctl, PAGETIER_IOC_CGROUP_STATS, &s)) {
+		free(e);
+		return NULL;
+	}
+	*count = s.count;
+	return e;
+}
+
+static const struct pagetier_cgroup_stat *find_cg(const struct pagetier_cgroup_stat *e,
+						  uint32_t n, uint64_t id)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (e[i].cgroup_id == id)
+			return &e[i];
+	return NULL;
+}
+
+/*
+ * Item 3. max_cgroups + CG_EXTRA cgroups write one page each (slot i for cgroup ci),
+ * pinning every entry of the table; then cgroup "new" writes one page. It is
+ * attributed: in CGROUP_STATS with its page, prefetchable, its demand read's event
+ * names it; tier_stat counts the CG_EXTRA + 1 evictions and their pages, which count
+ * as unattributed; no page counted as overflow; every page reads back.
+ */
+TEST_F_TIMEOUT(harden, cgroup_table_full, 600)
+{
+	const char *kv[] = { "segment_kib", "64", "max_capacity_mib", "256" };
+	struct pagetier_events info = { .size = sizeof(info) };
+	unsigned long long ts[32] = { 0 }, max_cg;
+	const struct pagetier_cgroup_stat *n, *u;
+	struct pagetier_cgroup_stat *all;
+	char path[PATH_MAX + 32], name[64], buf[64], *page;
+	struct pagetier_event ev[64];
+	uint64_t slot, new_id, id, new_slot;
+	struct pagetier_prefetch pf;
+	uint32_t i, total, count;
+	int k, fd, evfd, bad = 0;
+	ssize_t got;
+	bool seen = false;
+	struct stat st;
+
+	ASSERT_EQ(0, tu_read_file(PARAM_DIR "max_cgroups", buf, sizeof(buf)));
+	max_cg = strtoull(buf, NULL, 10);
+	if (max_cg > 4096)
+		SKIP(return, "max_cgroups is %llu: too many cgroups to make", max_cg);
+	ASSERT_EQ(0, tu_cg_setup_root());
+	ASSERT_EQ(0, make_tier(self, tu_backing(), kv, 2));
+	total = max_cg + CG_EXTRA;
+	new_slot = total;
+
+	snprintf(buf, sizeof(buf), "pagetier-harden-cg-%d", getpid());
+	ASSERT_EQ(0, tu_cg_create(buf, self->cg_top, sizeof(self->cg_top), &id));
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", self->cg_top);
+	ASSERT_EQ(0, tu_write_file(path, "+memory"));
+
+	/* CG_PAR writers at a time, one page and one cgroup each. */
+	for (i = 0; i < total; i++) {
+		k = i % CG_PAR;
+		if (self->kid[k] > 0 && tu_wait_exit(&self->kid[k]))
+			bad++;
+		snprintf(name, sizeof(name), "pagetier-harden-cg-%d/c%u", getpid(), i);
+		ASSERT_EQ(0, tu_cg_create(name, path, sizeof(path), &id));
+		self->ncg = i + 1;
+		self->kid[k] = fork();
+		ASSERT_LE(0, self->kid[k]);
+		if (!self->kid[k]) {
+			slot = i;
+			_exit(cg_write(self->dev, path, CG_TAG, &slot, 1, 1));
+		}
+	}
+	for (k = 0; k < CG_PAR; k++)
+		if (self->kid[k] > 0 && tu_wait_exit(&self->kid[k]))
+			bad++;
+	ASSERT_EQ(0, bad) TH_LOG("%d cgroup writers failed", bad);
+
+	/* The table is full of one-page cgroups: a new one writes a page. */
+	snprintf(path, sizeof(path), "%s/new", self->cg_top);
+	ASSERT_EQ(0, mkdir(path, 0755));
+	self->cg_new = true;
+	ASSERT_EQ(0, stat(path, &st));
+	new_id = st.st_ino;
+	self->kid[0] = fork();
+	ASSERT_LE(0, self->kid[0]);
+	if (!self->kid[0])
+		_exit(cg_write(self->dev, path, CG_TAG, &new_slot, 1, 1));
+	ASSERT_EQ(0, tu_wait_exit(&self->kid[0]));
+
+	/* Observable: the evictions, their pages; nothing counted as overflow. */
+	k = tu_tier_stat(self->c.tier_id, "tier_stat", ts, 32);
+	TH_LOG("tier_stat: %d columns; pages %llu, cgroups %llu, overflows %llu, evictions %llu of %llu pages",
+	       k, ts[TS_PAGES], ts[TS_CGROUPS], ts[TS_OVERFLOWS], ts[TS_EVICTIONS],
+	       ts[TS_EVICTED_PAGES]);
+	EXPECT_EQ(TS_N, k) TH_LOG("no eviction counters in tier_stat");
+	EXPECT_EQ((unsigned long long)total + 1, ts[TS_PAGES]);
+	EXPECT_EQ(0ULL, ts[TS_OVERFLOWS]);
+	EXPECT_EQ((unsigned long long)CG_EXTRA + 1, ts[TS_EVICTIONS]);
+	EXPECT_EQ((unsigned long long)CG_EXTRA + 1, ts[TS_EVICTED_PAGES]);
+
+	/* Attributed: its page in its own entry; the evicted pages are unattributed. */
+	all = all_cg_stats(self->ctl, self->c.tier_id, total + 16, &count);
+	ASSERT_NE(NULL, all);
+	EXPECT_EQ(max_cg + 1, count);		/* the table, and the unattributed entry */
+	n = find_cg(all, count, new_id);
+	u = find_cg(all, count, 0);
+	ASSERT_NE(NULL, n) TH_LOG("the new cgroup has no entry: unattributed");
+	EXPECT_EQ(1ULL, n->pages_stored);
+	ASSERT_NE(NULL, u);
+	EXPECT_EQ((unsigned long long)CG_EXTRA + 1, u->pages_stored);
+	free(all);
+
+	/* Prefetchable. */
+	ASSERT_EQ(0, tu_prefetch(self->ctl, self->c.tier_id, new_id, 0, PAGETIER_PREFETCH_WAIT,
+				 &pf));
+	EXPECT_EQ((__u64)PG, pf.planned_bytes);
+	EXPECT_EQ((__u64)PG, pf.staged_bytes);
+
+	/* Its demand read's event names it. */
+	evfd = open(CTL_PATH, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	ASSERT_LE(0, evfd);
+	ASSERT_EQ(0, tu_ioctl(evfd, PAGETIER_IOC_EVENTS, &info));
+	page = page_buf(1);
+	ASSERT_NE(NULL, page);
+	fd = open(self->dev, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)PG, pread(fd, page, PG, new_slot * PG));
+	EXPECT_EQ(-1, tu_check(page, CG_TAG, new_slot, 1));
+	while ((got = read(evfd, ev, sizeof(ev))) > 0)
+		for (k = 0; k < got / (ssize_t)sizeof(ev[0]); k++)
+			if (ev[k].type == PAGETIER_EVENT_DEMAND_READ &&
+			    ev[k].tier_id == self->c.tier_id && ev[k].slot == new_slot) {
+				seen = true;
+				EXPECT_EQ(new_id, ev[k].cgroup_id);
+			}
+	EXPECT_TRUE(seen);
+	close(evfd);
+
+	/* Every page, evicted or not, reads back. */
+	for (slot = 0; slot < total; slot++) {
+		ASSERT_EQ((ssize_t)PG, pread(fd, page, PG, slot * PG));
+		ASSERT_EQ(-1, tu_check(page, CG_TAG, slot, 1)) TH_LOG("slot %llu",
+			(unsigned long long)slot);
+	}
+	close(fd);
+	free(page);
 }
 
 TEST_HARNESS_MAIN

@@ -114,7 +114,7 @@ static inline int tu_tier_stat(uint32_t id, const char *file, unsigned long long
 
 enum {	/* tier_stat */
 	TS_PAGES, TS_BYTES_W, TS_BYTES_R, TS_WIOS, TS_RIOS, TS_DISCARD, TS_RERR, TS_WERR,
-	TS_CGROUPS, TS_OVERFLOWS, TS_N,
+	TS_CGROUPS, TS_OVERFLOWS, TS_EVICTIONS, TS_EVICTED_PAGES, TS_N,
 };
 enum {	/* seg_stat */
 	SS_SEG_BYTES, SS_SEGS, SS_FREE, SS_OPEN, SS_BAD, SS_GC_VICTIMS, SS_GC_MOVES,
