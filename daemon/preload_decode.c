@@ -192,10 +192,16 @@ static bool claimed(const struct pt_preload_hdr *hdr, uint64_t pos, uint32_t nsl
 int pt_preload_consume(struct pt_preload_consumer *c, const void *ring, uint64_t now_ns,
 		       pt_preload_event_fn fn, void *arg)
 {
+	return pt_preload_consume_max(c, ring, now_ns, UINT32_MAX, fn, arg);
+}
+
+int pt_preload_consume_max(struct pt_preload_consumer *c, const void *ring, uint64_t now_ns,
+			   uint32_t max, pt_preload_event_fn fn, void *arg)
+{
 	const struct pt_preload_hdr *hdr = (const struct pt_preload_hdr *)ring;
 	const struct pt_preload_rec *slots =
 		(const struct pt_preload_rec *)((const char *)ring + PT_PRELOAD_DATA_OFF);
-	uint32_t budget = c->lim.max_per_drain;
+	uint32_t budget = c->lim.max_per_drain < max ? c->lim.max_per_drain : max;
 	int consumed = 0;
 
 	if (now_ns - c->window_start_ns >= NSEC_PER_SEC) {

@@ -96,12 +96,14 @@ int pt_preload_maps_parse(struct pt_preload_maps *m, const char *text, size_t le
 }
 
 int pt_preload_maps_load(struct pt_preload_maps *m, const char *proc_root, pid_t pid,
-			 uint64_t now_ns)
+			 uint64_t now_ns, uint64_t max_bytes)
 {
 	char path[PATH_MAX], *buf = NULL;
 	size_t len = 0, cap = 0;
 	int fd, err = 0;
 
+	if (max_bytes > PT_PRELOAD_MAPS_MAX_BYTES)
+		max_bytes = PT_PRELOAD_MAPS_MAX_BYTES;
 	snprintf(path, sizeof(path), "%s/%d/maps", proc_root, (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -109,14 +111,17 @@ int pt_preload_maps_load(struct pt_preload_maps *m, const char *proc_root, pid_t
 	for (;;) {
 		ssize_t n;
 
-		if (cap - len < 4096) {
+		if (len == cap) {
 			char *nb;
 
-			cap = cap ? cap * 2 : 16384;
-			if (cap > 64UL << 20) {		/* 65536 maps fit in far less */
+			/* One byte past the limit tells a file of exactly max_bytes from a longer one. */
+			if (cap > max_bytes) {
 				err = -E2BIG;
 				break;
 			}
+			cap = cap ? cap * 2 : 16384;
+			if (cap > max_bytes + 1)
+				cap = max_bytes + 1;
 			nb = realloc(buf, cap);
 			if (!nb) {
 				err = -ENOMEM;
@@ -141,6 +146,8 @@ int pt_preload_maps_load(struct pt_preload_maps *m, const char *proc_root, pid_t
 	free(buf);
 	m->loaded_ns = now_ns ? now_ns : 1;
 	m->reloads++;
+	m->last_bytes = len;
+	m->bytes += len;
 	if (err)
 		m->n = 0;	/* covers nothing until the next successful read */
 	return err;
@@ -166,13 +173,13 @@ bool pt_preload_maps_covers(const struct pt_preload_maps *m, uint64_t addr, uint
 }
 
 bool pt_preload_maps_check(struct pt_preload_maps *m, const char *proc_root, pid_t pid,
-			   uint64_t addr, uint64_t len, uint64_t now_ns, bool may_read)
+			   uint64_t addr, uint64_t len, uint64_t now_ns, uint64_t read_bytes)
 {
 	if (m->loaded_ns && pt_preload_maps_covers(m, addr, len))
 		return true;
-	if (!may_read || (m->loaded_ns && now_ns - m->loaded_ns < PT_PRELOAD_MAPS_REFRESH_NS))
+	if (!read_bytes || (m->loaded_ns && now_ns - m->loaded_ns < PT_PRELOAD_MAPS_REFRESH_NS))
 		return false;
-	if (pt_preload_maps_load(m, proc_root, pid, now_ns))
+	if (pt_preload_maps_load(m, proc_root, pid, now_ns, read_bytes))
 		return false;
 	return pt_preload_maps_covers(m, addr, len);
 }

@@ -30,10 +30,24 @@
 #define MAX_FDS_IN_HELLO 4
 #define MAX_PENDING_PER_PID 4	/* a process registers once; a few for exec races */
 
+/*
+ * One cgroup's share of the server, for the per-cgroup caps and budgets. Its peers point to
+ * it; it goes with the last of them.
+ */
+struct cg_acct {
+	char *path;			/* cgroup v2 path, "/a/b" */
+	unsigned int refs;		/* peers, pending or registered */
+	uint64_t maps_window_ns;	/* the second its maps budget counts in */
+	unsigned int maps_reads;
+	uint64_t maps_bytes;
+	unsigned int drained;		/* records consumed by the current drain */
+};
+
 struct peer {
 	int sock;
 	pid_t pid;
-	char *cgroup;
+	struct cg_acct *cg;		/* its cgroup: NULL until known */
+	const char *cgroup;		/* cg->path */
 	bool registered;
 	bool gone;			/* connection closed: drain once more, then free */
 	uint64_t connected_ns;
@@ -55,6 +69,9 @@ struct pt_preload_server {
 	void *optin_arg;
 	struct peer **peers;
 	unsigned int npeers;
+	struct cg_acct **cgs;		/* at most one per peer: max_peers slots */
+	unsigned int ncgs;
+	unsigned int drain_next;	/* the peer the next drain starts at: each its turn first */
 	unsigned int npending;		/* peers not registered yet */
 	uint64_t ring_bytes;		/* mapped for all peers */
 	bool listen_paused;		/* out of fds: not polling the listening socket */
@@ -66,6 +83,7 @@ struct pt_preload_server {
 	uint64_t now;
 	uint64_t maps_window_ns;	/* maps reads of all peers: this second's budget */
 	unsigned int maps_reads;
+	uint64_t maps_bytes;
 	int delivered;
 };
 
@@ -82,8 +100,15 @@ void pt_preload_server_default_opts(struct pt_preload_server_opts *opts)
 	memset(opts, 0, sizeof(*opts));
 	opts->max_peers = 4096;
 	opts->max_pending = 64;
+	opts->max_pending_per_cgroup = 16;
 	opts->max_peers_per_cgroup = 256;
 	opts->max_ring_bytes = 256ULL << 20;
+	opts->maps_reads_per_sec = 200;
+	opts->maps_reads_per_sec_per_cgroup = 50;
+	opts->maps_bytes_per_sec = 64ULL << 20;
+	opts->maps_bytes_per_sec_per_cgroup = 16ULL << 20;
+	opts->max_records_per_drain = 65536;
+	opts->max_records_per_drain_per_cgroup = 16384;
 	pt_preload_default_limits(&opts->limits);
 	opts->proc_root = "/proc";
 }
@@ -118,6 +143,7 @@ int pt_preload_server_open(struct pt_preload_server **out, const char *path,
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct epoll_event ev = { .events = EPOLLIN };
+	struct pt_preload_server_opts defaults;
 	struct pt_preload_server *s;
 	struct stat st;
 	int err, probe;
@@ -138,16 +164,22 @@ int pt_preload_server_open(struct pt_preload_server **out, const char *path,
 		s->opts = *opts;
 	else
 		pt_preload_server_default_opts(&s->opts);
+	pt_preload_server_default_opts(&defaults);
 	if (!s->opts.proc_root)
-		s->opts.proc_root = "/proc";
-	if (!s->opts.max_peers)
-		s->opts.max_peers = 4096;
-	if (!s->opts.max_pending)
-		s->opts.max_pending = 64;
-	if (!s->opts.max_peers_per_cgroup)
-		s->opts.max_peers_per_cgroup = 256;
-	if (!s->opts.max_ring_bytes)
-		s->opts.max_ring_bytes = 256ULL << 20;
+		s->opts.proc_root = defaults.proc_root;
+#define DEFAULT(field) do { if (!s->opts.field) s->opts.field = defaults.field; } while (0)
+	DEFAULT(max_peers);
+	DEFAULT(max_pending);
+	DEFAULT(max_pending_per_cgroup);
+	DEFAULT(max_peers_per_cgroup);
+	DEFAULT(max_ring_bytes);
+	DEFAULT(maps_reads_per_sec);
+	DEFAULT(maps_reads_per_sec_per_cgroup);
+	DEFAULT(maps_bytes_per_sec);
+	DEFAULT(maps_bytes_per_sec_per_cgroup);
+	DEFAULT(max_records_per_drain);
+	DEFAULT(max_records_per_drain_per_cgroup);
+#undef DEFAULT
 	s->optin = optin;
 	s->optin_arg = optin_arg;
 	snprintf(s->path, sizeof(s->path), "%s", path);
@@ -195,7 +227,8 @@ int pt_preload_server_open(struct pt_preload_server **out, const char *path,
 		goto fail;
 	}
 	s->peers = calloc(s->opts.max_peers, sizeof(*s->peers));
-	if (!s->peers) {
+	s->cgs = calloc(s->opts.max_peers, sizeof(*s->cgs));
+	if (!s->peers || !s->cgs) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -209,6 +242,62 @@ fail:
 int pt_preload_server_fd(const struct pt_preload_server *s)
 {
 	return s->epfd;
+}
+
+/* The account of cgroup @path (taken: freed if one exists), with a reference for a peer. */
+static struct cg_acct *cg_get(struct pt_preload_server *s, char *path)
+{
+	struct cg_acct *a;
+
+	for (unsigned int i = 0; i < s->ncgs; i++) {
+		if (strcmp(s->cgs[i]->path, path) == 0) {
+			free(path);
+			s->cgs[i]->refs++;
+			return s->cgs[i];
+		}
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a || s->ncgs >= s->opts.max_peers) {	/* never: one per peer at most */
+		free(a);
+		free(path);
+		return NULL;
+	}
+	a->path = path;
+	a->refs = 1;
+	s->cgs[s->ncgs++] = a;
+	return a;
+}
+
+static void cg_put(struct pt_preload_server *s, struct cg_acct *a)
+{
+	if (!a || --a->refs)
+		return;
+	for (unsigned int i = 0; i < s->ncgs; i++) {
+		if (s->cgs[i] == a) {
+			s->cgs[i] = s->cgs[--s->ncgs];
+			break;
+		}
+	}
+	free(a->path);
+	free(a);
+}
+
+/* Puts @p in cgroup @path (taken); 0 or -ENOMEM. */
+static int peer_set_cgroup(struct pt_preload_server *s, struct peer *p, char *path)
+{
+	struct cg_acct *a;
+
+	if (p->cg && strcmp(p->cg->path, path) == 0) {
+		free(path);
+		return 0;
+	}
+	a = cg_get(s, path);
+	if (!a)
+		return -ENOMEM;
+	cg_put(s, p->cg);
+	p->cg = a;
+	p->cgroup = a->path;
+	return 0;
 }
 
 static void peer_free(struct pt_preload_server *s, struct peer *p)
@@ -238,7 +327,7 @@ static void peer_free(struct pt_preload_server *s, struct peer *p)
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, p->sock, NULL);
 		close(p->sock);
 	}
-	free(p->cgroup);
+	cg_put(s, p->cg);
 	free(p);
 }
 
@@ -359,8 +448,7 @@ static unsigned int peers_of_cgroup(const struct pt_preload_server *s, const str
 	for (unsigned int i = 0; i < s->npeers; i++) {
 		const struct peer *o = s->peers[i];
 
-		n += o->registered && !o->gone && o->pid != p->pid &&
-		     strcmp(o->cgroup, p->cgroup) == 0;
+		n += o->registered && !o->gone && o->pid != p->pid && o->cg == p->cg;
 	}
 	return n;
 }
@@ -378,6 +466,7 @@ static int peer_hello(struct pt_preload_server *s, struct peer *p)
 			      .msg_controllen = sizeof(cbuf.buf) };
 	int fds[MAX_FDS_IN_HELLO], nfds = 0, err;
 	uint64_t ring_bytes = 0;
+	char *cgroup;
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	struct pollfd pfd;
@@ -414,7 +503,10 @@ static int peer_hello(struct pt_preload_server *s, struct peer *p)
 		goto bad;
 	}
 	p->pid = cred.pid;
-	err = read_cgroup(s->opts.proc_root, p->pid, &p->cgroup);
+	/* Again: it may have moved since it connected (a runtime placing it). */
+	err = read_cgroup(s->opts.proc_root, p->pid, &cgroup);
+	if (!err)
+		err = peer_set_cgroup(s, p, cgroup);
 	if (err)
 		goto bad;
 	/*
@@ -501,10 +593,7 @@ static void pause_listening(struct pt_preload_server *s, bool pause)
 		s->listen_paused = pause;
 }
 
-/*
- * How many connections the process behind @fd has waiting for their hello. Its pid is the
- * kernel's (SO_PEERCRED at connect time); an unknown one counts as too many.
- */
+/* The pid of the process behind @fd (SO_PEERCRED: at connect time), 0 if unknown. */
 static pid_t peer_pid(int fd)
 {
 	struct ucred cred;
@@ -513,9 +602,9 @@ static pid_t peer_pid(int fd)
 	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ? 0 : cred.pid;
 }
 
-static unsigned int pending_of(const struct pt_preload_server *s, int fd)
+/* Connections of process @pid waiting for their hello; an unknown pid has too many. */
+static unsigned int pending_of(const struct pt_preload_server *s, pid_t pid)
 {
-	pid_t pid = peer_pid(fd);
 	unsigned int n = 0;
 
 	if (pid <= 0)
@@ -526,11 +615,68 @@ static unsigned int pending_of(const struct pt_preload_server *s, int fd)
 	return n;
 }
 
+/* Connections of @cg waiting for their hello. */
+static unsigned int pending_of_cgroup(const struct pt_preload_server *s,
+				      const struct cg_acct *cg)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < s->npeers; i++)
+		n += !s->peers[i]->registered && s->peers[i]->cg == cg;
+	return n;
+}
+
+/*
+ * A new connection: kept as pending (its hello to come) if there is room for it, overall,
+ * for its process and for its cgroup, so that neither a few processes nor one container
+ * can hold every pending slot. 0 kept, or why not.
+ */
+static int admit(struct pt_preload_server *s, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	char *cgroup;
+	struct peer *p;
+	pid_t pid;
+	int err;
+
+	if (s->npeers >= s->opts.max_peers || s->npending >= s->opts.max_pending)
+		return -EUSERS;
+	/* Its pid is the kernel's (at connect time); read again, and checked, at hello. */
+	pid = peer_pid(fd);
+	if (pending_of(s, pid) >= MAX_PENDING_PER_PID)
+		return -EUSERS;
+	err = read_cgroup(s->opts.proc_root, pid, &cgroup);
+	if (err)
+		return err;	/* gone already */
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		free(cgroup);
+		return -ENOMEM;
+	}
+	p->sock = fd;
+	p->pid = pid;
+	p->connected_ns = now_ns();
+	err = peer_set_cgroup(s, p, cgroup);
+	if (!err && pending_of_cgroup(s, p->cg) >= s->opts.max_pending_per_cgroup) {
+		s->st.refused_pending_cgroup++;
+		err = -EUSERS;
+	}
+	ev.data.ptr = p;
+	if (!err && epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		err = -errno;
+	if (err) {
+		cg_put(s, p->cg);
+		free(p);
+		return err;
+	}
+	s->peers[s->npeers++] = p;
+	s->npending++;
+	return 0;
+}
+
 static void accept_new(struct pt_preload_server *s)
 {
 	for (;;) {
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
-		struct peer *p;
 		int fd = accept4(s->lsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
@@ -543,28 +689,10 @@ static void accept_new(struct pt_preload_server *s)
 			return;
 		}
 		/* Connections that never say hello must not crowd out those that do. */
-		if (s->npeers >= s->opts.max_peers || s->npending >= s->opts.max_pending ||
-		    pending_of(s, fd) >= MAX_PENDING_PER_PID) {
+		if (admit(s, fd)) {
 			s->st.refused++;
 			close(fd);
-			continue;
 		}
-		p = calloc(1, sizeof(*p));
-		if (!p) {
-			close(fd);
-			return;
-		}
-		p->sock = fd;
-		p->connected_ns = now_ns();
-		p->pid = peer_pid(fd);	/* for pending_of(); read again, and checked, at hello */
-		ev.data.ptr = p;
-		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			close(fd);
-			free(p);
-			continue;
-		}
-		s->peers[s->npeers++] = p;
-		s->npending++;
 	}
 }
 
@@ -637,6 +765,41 @@ static bool named_range(const struct pt_preload_event *ev, uint64_t *addr, uint6
 	}
 }
 
+/*
+ * How many bytes of /proc/PID/maps the current peer may read now (0: none): the budgets of
+ * this second, for all peers and for its cgroup. A read that would be cut short of what the
+ * peer's last one needed waits for the next second instead.
+ */
+static uint64_t maps_allowance(struct pt_preload_server *s, struct peer *p)
+{
+	const struct pt_preload_server_opts *o = &s->opts;
+	struct cg_acct *cg = p->cg;
+	uint64_t left, need;
+
+	if (s->now - s->maps_window_ns >= 1000000000ULL) {
+		s->maps_window_ns = s->now;
+		s->maps_reads = 0;
+		s->maps_bytes = 0;
+	}
+	if (s->now - cg->maps_window_ns >= 1000000000ULL) {
+		cg->maps_window_ns = s->now;
+		cg->maps_reads = 0;
+		cg->maps_bytes = 0;
+	}
+	if (s->maps_reads >= o->maps_reads_per_sec ||
+	    cg->maps_reads >= o->maps_reads_per_sec_per_cgroup ||
+	    s->maps_bytes >= o->maps_bytes_per_sec ||
+	    cg->maps_bytes >= o->maps_bytes_per_sec_per_cgroup)
+		return 0;
+	left = o->maps_bytes_per_sec - s->maps_bytes;
+	if (o->maps_bytes_per_sec_per_cgroup - cg->maps_bytes < left)
+		left = o->maps_bytes_per_sec_per_cgroup - cg->maps_bytes;
+	if (left > PT_PRELOAD_MAPS_MAX_BYTES)
+		left = PT_PRELOAD_MAPS_MAX_BYTES;
+	need = p->maps.last_bytes + 1 > 4096 ? p->maps.last_bytes + 1 : 4096;
+	return left >= need ? left : 0;
+}
+
 static int deliver(const struct pt_preload_event *ev, void *arg)
 {
 	struct pt_preload_server *s = arg;
@@ -644,16 +807,24 @@ static int deliver(const struct pt_preload_event *ev, void *arg)
 	uint64_t addr, len;
 
 	if (named_range(ev, &addr, &len)) {
-		uint64_t reads = p->maps.reloads;
-		bool ok;
+		uint64_t reads = p->maps.reloads, bytes = p->maps.bytes, allow = 0;
+		bool ok = p->maps.loaded_ns && pt_preload_maps_covers(&p->maps, addr, len);
 
-		if (s->now - s->maps_window_ns >= 1000000000ULL) {
-			s->maps_window_ns = s->now;
-			s->maps_reads = 0;
+		if (!ok) {
+			allow = maps_allowance(s, p);
+			if (!allow)
+				s->st.maps_denied++;
+			ok = pt_preload_maps_check(&p->maps, s->opts.proc_root, p->pid, addr, len,
+						   s->now, allow);
 		}
-		ok = pt_preload_maps_check(&p->maps, s->opts.proc_root, p->pid, addr, len, s->now,
-					   s->maps_reads < PT_PRELOAD_MAPS_READS_PER_SEC);
-		s->maps_reads += (unsigned int)(p->maps.reloads - reads);
+		reads = p->maps.reloads - reads;
+		bytes = p->maps.bytes - bytes;
+		s->maps_reads += (unsigned int)reads;
+		s->maps_bytes += bytes;
+		p->cg->maps_reads += (unsigned int)reads;
+		p->cg->maps_bytes += bytes;
+		s->st.maps_reads += reads;
+		s->st.maps_bytes += bytes;
 		if (!ok)
 			return 1 + PT_PRELOAD_REJ_FOREIGN;
 	}
@@ -663,29 +834,61 @@ static int deliver(const struct pt_preload_event *ev, void *arg)
 	return 0;
 }
 
-int pt_preload_server_drain(struct pt_preload_server *s, pt_preload_record_fn fn, void *arg)
+/* Drains @p within what is left of this drain's budgets. */
+static void drain_peer(struct pt_preload_server *s, struct peer *p, unsigned int *left)
 {
-	uint64_t now;
+	unsigned int max = *left, cg_left;
 	int ret;
 
+	cg_left = s->opts.max_records_per_drain_per_cgroup - p->cg->drained;
+	if (cg_left < max)
+		max = cg_left;
+	if (!max) {
+		s->st.drain_cut++;	/* its records wait for the next drain */
+		return;
+	}
+	s->cur = p;
+	ret = pt_preload_consume_max(&p->cons, p->ring, s->now, max, deliver, s);
+	if (ret <= 0)
+		return;
+	__atomic_store_n(&p->ctl->tail, p->cons.tail, __ATOMIC_RELEASE);
+	*left -= (unsigned int)ret;
+	p->cg->drained += (unsigned int)ret;
+	if ((unsigned int)ret == max && max < p->cons.lim.max_per_drain)
+		s->st.drain_cut++;
+}
+
+int pt_preload_server_drain(struct pt_preload_server *s, pt_preload_record_fn fn, void *arg)
+{
+	unsigned int left, n, start;
+
 	pt_preload_server_accept(s);
-	now = now_ns();
-	s->now = now;
+	s->now = now_ns();
 	s->fn = fn;
 	s->fn_arg = arg;
 	s->delivered = 0;
+	for (unsigned int i = 0; i < s->ncgs; i++)
+		s->cgs[i]->drained = 0;
+	/*
+	 * Within a budget for all rings (so that thousands of peers cannot hold the event loop),
+	 * starting one peer further each time, so that when it runs out, it is not always the
+	 * same peers that wait.
+	 */
+	left = s->opts.max_records_per_drain;
+	n = s->npeers;
+	start = n ? s->drain_next % n : 0;
+	s->drain_next = start + 1;
+	for (unsigned int k = 0; k < n; k++) {
+		struct peer *p = s->peers[(start + k) % n];
+
+		if (p->registered)
+			drain_peer(s, p, &left);
+	}
+	/* Peers gone had their last records drained (budget permitting): free them now. */
 	for (unsigned int i = 0; i < s->npeers;) {
 		struct peer *p = s->peers[i];
 
-		if (!p->registered) {
-			i++;
-			continue;
-		}
-		s->cur = p;
-		ret = pt_preload_consume(&p->cons, p->ring, now, deliver, s);
-		if (ret > 0)
-			__atomic_store_n(&p->ctl->tail, p->cons.tail, __ATOMIC_RELEASE);
-		if (p->gone) {
+		if (p->registered && p->gone) {
 			peer_remove(s, p);	/* moves the last peer to slot i */
 			continue;
 		}
@@ -802,6 +1005,7 @@ void pt_preload_server_close(struct pt_preload_server *s)
 			(unsigned long long)s->st.producer_dropped,
 			(unsigned long long)s->st.doorbells, (unsigned long long)s->st.trims);
 	free(s->peers);
+	free(s->cgs);
 	if (s->lsock >= 0) {
 		close(s->lsock);
 		unlink(s->path);

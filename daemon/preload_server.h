@@ -103,6 +103,9 @@ void pt_preload_consumer_init(struct pt_preload_consumer *c, uint32_t nslots, ui
  */
 int pt_preload_consume(struct pt_preload_consumer *c, const void *ring, uint64_t now_ns,
 		       pt_preload_event_fn fn, void *arg);
+/* The same, consuming at most @max records: the caller's budget across peers. */
+int pt_preload_consume_max(struct pt_preload_consumer *c, const void *ring, uint64_t now_ns,
+			   uint32_t max, pt_preload_event_fn fn, void *arg);
 
 const char *pt_preload_reject_name(enum pt_preload_reject why);
 
@@ -123,9 +126,15 @@ typedef void (*pt_preload_record_fn)(pid_t pid, const char *cgroup,
 /* A registered peer appeared, or went away (exit, exec, or its connection closed). */
 typedef void (*pt_preload_peer_fn)(pid_t pid, const char *cgroup, bool up, void *arg);
 
+/*
+ * Limits, so that no container (nor all of them) can take the daemon's descriptors or its
+ * event loop: every field left 0 gets its default. The per-cgroup ones keep one container
+ * from using up what all share; a cgroup is the peer's cgroup v2 path as the kernel says.
+ */
 struct pt_preload_server_opts {
 	unsigned int max_peers;		/* connections held at once (default 4096) */
 	unsigned int max_pending;	/* of those, not registered yet (default 64) */
+	unsigned int max_pending_per_cgroup;	/* of those, of one cgroup (default 16) */
 	/*
 	 * Registered peers of one cgroup (default 256): one container forking thousands of
 	 * registering processes must not take every peer slot, nor the daemon's fds. Beyond
@@ -134,6 +143,20 @@ struct pt_preload_server_opts {
 	 */
 	unsigned int max_peers_per_cgroup;
 	uint64_t max_ring_bytes;	/* all peers' rings mapped at once (default 256 MiB) */
+	/*
+	 * Rereads of /proc/PID/maps (to check that a record names the peer's own memory) run
+	 * in the event loop: per second, at most this many (default 200) and bytes (64 MiB),
+	 * and of one cgroup's peers at most this many (50) and bytes (16 MiB). A record that
+	 * needs a read beyond them is refused as foreign, not waited for.
+	 */
+	unsigned int maps_reads_per_sec, maps_reads_per_sec_per_cgroup;
+	uint64_t maps_bytes_per_sec, maps_bytes_per_sec_per_cgroup;
+	/*
+	 * Records consumed per drain (per tick) from all rings (default 65536) and from one
+	 * cgroup's (16384); the rest wait in their rings. Each peer's own limits (rate, per
+	 * drain) are in @limits.
+	 */
+	unsigned int max_records_per_drain, max_records_per_drain_per_cgroup;
 	struct pt_preload_limits limits;
 	const char *proc_root;		/* "/proc" unless testing */
 	pt_preload_peer_fn on_peer;	/* optional */
@@ -183,11 +206,15 @@ struct pt_preload_server_stats {
 	unsigned int peers;
 	uint64_t accepted_peers, rejected_peers, bad_hellos;
 	uint64_t refused;		/* connections closed at once: too many, out of fds */
+	uint64_t refused_pending_cgroup;	/* of those: max_pending_per_cgroup */
 	uint64_t refused_cgroup_full;	/* registrations over max_peers_per_cgroup */
 	uint64_t replaced;		/* rings dropped for a newer one of the same pid */
 	uint64_t records, rejected[PT_PRELOAD_REJ_NR], throttled;
 	uint64_t producer_dropped;	/* summed from the peers' headers: untrusted, advisory */
 	uint64_t doorbells;
+	uint64_t maps_reads, maps_bytes;	/* /proc/PID/maps rereads, bytes they read */
+	uint64_t maps_denied;		/* rereads a budget refused (the record: foreign) */
+	uint64_t drain_cut;		/* peers' drains cut short by a per-drain budget */
 	uint64_t trims;			/* malloc_trim(0) calls the peers say they made */
 };
 

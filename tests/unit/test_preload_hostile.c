@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "preload_maps.h"
 #include "preload_server.h"
 
@@ -41,11 +42,13 @@
 
 struct got {
 	pid_t pid;
+	char cgroup[16];
 	struct pt_preload_event ev;
 };
 
 static struct {
 	char dir[64], path[128];
+	char *proc;			/* a fake /proc (the budget tests), or NULL */
 	struct pt_preload_server *s;
 	struct got got[4096];
 	unsigned int ngot;
@@ -80,10 +83,11 @@ static void on_peer(pid_t pid, const char *cgroup, bool up, void *arg)
 static void on_record(pid_t pid, const char *cgroup, const struct pt_preload_event *ev,
 		      void *arg)
 {
-	(void)cgroup;
 	(void)arg;
-	if (T.ngot < sizeof(T.got) / sizeof(T.got[0]))
-		T.got[T.ngot++] = (struct got){ pid, *ev };
+	if (T.ngot < sizeof(T.got) / sizeof(T.got[0])) {
+		T.got[T.ngot] = (struct got){ .pid = pid, .ev = *ev };
+		snprintf(T.got[T.ngot++].cgroup, sizeof(T.got[0].cgroup), "%s", cgroup);
+	}
 }
 
 /* Runs the server's event handling for @ms milliseconds, as pagetierd's loop would. */
@@ -108,20 +112,58 @@ static struct pt_preload_server_stats stats(void)
 	return st;
 }
 
+static void test_opts(struct pt_preload_server_opts *opts)
+{
+	memset(&T, 0, sizeof(T));
+	snprintf(T.dir, sizeof(T.dir), "/tmp/pagetier-hostile-XXXXXX");
+	assert_non_null(mkdtemp(T.dir));
+	snprintf(T.path, sizeof(T.path), "%s/preload.sock", T.dir);
+	pt_preload_server_default_opts(opts);
+	opts->on_peer = on_peer;
+	opts->limits.max_per_sec = 2000;	/* the flood test's budget */
+	opts->max_pending = 16;
+	opts->max_peers_per_cgroup = 4;		/* the fork-flood test's cap */
+}
+
 static int setup(void **state)
 {
 	struct pt_preload_server_opts opts;
 
 	(void)state;
-	memset(&T, 0, sizeof(T));
-	snprintf(T.dir, sizeof(T.dir), "/tmp/pagetier-hostile-XXXXXX");
-	assert_non_null(mkdtemp(T.dir));
-	snprintf(T.path, sizeof(T.path), "%s/preload.sock", T.dir);
-	pt_preload_server_default_opts(&opts);
-	opts.on_peer = on_peer;
-	opts.limits.max_per_sec = 2000;		/* the flood test's budget */
-	opts.max_pending = 16;
-	opts.max_peers_per_cgroup = 4;		/* the fork-flood test's cap */
+	test_opts(&opts);
+	assert_int_equal(pt_preload_server_open(&T.s, T.path, &opts, optin_all, NULL), 0);
+	return 0;
+}
+
+/* Puts process @pid in cgroup @cg of the fake /proc. */
+static void fake_cgroup(pid_t pid, const char *cg)
+{
+	char rel[64], text[64];
+
+	snprintf(rel, sizeof(rel), "%d/cgroup", (int)pid);
+	snprintf(text, sizeof(text), "0::%s\n", cg);
+	fx_write(T.proc, rel, text);
+}
+
+/*
+ * The server reads the peers' cgroups and maps from a fake /proc, so that they can be in
+ * several cgroups; this process is in /self. Budgets tight enough to be reached in a test.
+ */
+static int setup_fake_proc(void **state)
+{
+	struct pt_preload_server_opts opts;
+
+	(void)state;
+	test_opts(&opts);
+	T.proc = fx_tmpdir();
+	fake_cgroup(getpid(), "/self");
+	opts.proc_root = T.proc;
+	opts.max_pending_per_cgroup = 4;
+	opts.max_peers_per_cgroup = 16;
+	opts.max_records_per_drain = 100;
+	opts.max_records_per_drain_per_cgroup = 40;
+	opts.maps_reads_per_sec_per_cgroup = 8;
+	opts.maps_bytes_per_sec_per_cgroup = 1 << 20;
 	assert_int_equal(pt_preload_server_open(&T.s, T.path, &opts, optin_all, NULL), 0);
 	return 0;
 }
@@ -131,6 +173,8 @@ static int teardown(void **state)
 	(void)state;
 	pt_preload_server_close(T.s);
 	rmdir(T.dir);
+	if (T.proc)
+		fx_rmtree(T.proc);
 	return 0;
 }
 
@@ -735,6 +779,204 @@ static void test_fork_flood_capped_per_cgroup(void **state)
 	close(hold[0]);
 }
 
+/* What a child of spawn_kid() does. */
+enum kid_mode {
+	KID_REGISTER,		/* registers a ring with records already in it, and holds it */
+	KID_SILENT,		/* opens two connections and never says hello */
+};
+
+/*
+ * A child in cgroup @cg of the fake /proc, holding what it made until the parent closes
+ * @hold[1]. It exits 0 when done (1: its registration was refused).
+ */
+static pid_t spawn_kid(const char *cg, enum kid_mode mode, int nrec, const int hold[2])
+{
+	int go[2];
+	pid_t pid;
+	char ch = 0;
+
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ring c = ring_new(RING_BYTES, true);
+		struct pt_preload_hello h = hello_of(RING_BYTES);
+		struct sockaddr_un un = { .sun_family = AF_UNIX };
+		int s1 = socket(AF_UNIX, SOCK_STREAM, 0), s2 = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		alarm(60);
+		close(hold[1]);
+		close(go[1]);
+		if (read(go[0], &ch, 1) != 1)	/* until it is in the fake /proc */
+			_exit(3);
+		for (int i = 0; i < nrec; i++)
+			put(&c, PT_PRELOAD_REC_HEARTBEAT, sizeof(struct pt_preload_rec), 0, 1, 0, 1,
+			    0, 0);
+		strcpy(un.sun_path, T.path);
+		if (connect(s1, (struct sockaddr *)&un, sizeof(un)) < 0)
+			_exit(2);
+		if (mode == KID_SILENT) {
+			if (connect(s2, (struct sockaddr *)&un, sizeof(un)) < 0)
+				_exit(2);
+		} else {
+			send_with_fds(s1, &h, sizeof(h), &c.fd, 1);
+			if (recv(s1, &ch, 1, 0) != 1 || ch != PT_PRELOAD_ACCEPT)
+				_exit(1);
+		}
+		(void)!read(hold[0], &ch, 1);
+		_exit(0);
+	}
+	close(go[0]);
+	fake_cgroup(pid, cg);
+	assert_int_equal(write(go[1], &ch, 1), 1);
+	close(go[1]);
+	return pid;
+}
+
+/* Accepts connections and registrations, without draining, until @n peers registered. */
+static void accept_until(unsigned int n)
+{
+	for (int i = 0; i < 500 && stats().peers < n; i++) {
+		struct pollfd pfd = { pt_preload_server_fd(T.s), POLLIN, 0 };
+
+		poll(&pfd, 1, 10);
+		pt_preload_server_accept(T.s);
+	}
+	assert_int_equal(stats().peers, n);
+}
+
+static unsigned int got_of(const char *cg)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < T.ngot; i++)
+		n += strcmp(T.got[i].cgroup, cg) == 0;
+	return n;
+}
+
+/*
+ * Many peers with full rings: one drain (one tick of the event loop) consumes at most
+ * max_records_per_drain (100) of them all, and at most max_records_per_drain_per_cgroup (40)
+ * of one cgroup's; the others wait in their rings, and none is lost.
+ */
+static void test_records_budget_across_peers(void **state)
+{
+	int hold[2];
+	pid_t kids[3];
+	int n;
+
+	(void)state;
+	assert_int_equal(pipe(hold), 0);
+	kids[0] = spawn_kid("/a", KID_REGISTER, NSLOTS, hold);
+	kids[1] = spawn_kid("/a", KID_REGISTER, NSLOTS, hold);
+	kids[2] = spawn_kid("/b", KID_REGISTER, NSLOTS, hold);
+	accept_until(3);
+	n = pt_preload_server_drain(T.s, on_record, NULL);
+	print_message("# one drain of 3 peers with %d records each: %d delivered (/a %u, /b %u)\n",
+		      NSLOTS, n, got_of("/a"), got_of("/b"));
+	assert_int_equal(got_of("/a"), 40);
+	assert_int_equal(got_of("/b"), 40);
+	assert_int_equal(n, 80);
+	for (int i = 0; i < 20 && T.ngot < 3 * NSLOTS; i++)
+		pt_preload_server_drain(T.s, on_record, NULL);
+	assert_int_equal(got_of("/a"), 2 * NSLOTS);
+	assert_int_equal(got_of("/b"), NSLOTS);
+	assert_true(stats().drain_cut > 0);
+	close(hold[1]);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(wait_child(kids[i]), 0);
+	close(hold[0]);
+}
+
+/*
+ * Processes of one cgroup holding connections that never say hello take at most
+ * max_pending_per_cgroup (4) pending slots: a process of another container still registers.
+ * Before, 8 processes with 2 connections each held all 16.
+ */
+static void test_pending_slots_per_cgroup(void **state)
+{
+	int hold[2];
+	pid_t kids[8], other;
+
+	(void)state;
+	assert_int_equal(pipe(hold), 0);
+	for (int i = 0; i < 8; i++)
+		kids[i] = spawn_kid("/a", KID_SILENT, 0, hold);
+	for (int i = 0; i < 200 && stats().refused < 12; i++)
+		pump(10);
+	print_message("# 8 processes of /a, 2 silent connections each: %llu refused, %llu of "
+		      "them for their cgroup\n", (unsigned long long)stats().refused,
+		      (unsigned long long)stats().refused_pending_cgroup);
+	other = spawn_kid("/b", KID_REGISTER, 0, hold);
+	accept_until(1);
+	assert_int_equal(stats().refused_pending_cgroup, 12);
+	close(hold[1]);
+	assert_int_equal(wait_child(other), 0);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(wait_child(kids[i]), 0);
+	close(hold[0]);
+}
+
+/* A fake maps file for this process of about @bytes, none of it covering 0x10000. */
+static void fake_maps(size_t bytes)
+{
+	char rel[32], line[160], *text = malloc(bytes + sizeof(line));
+	size_t len = 0;
+
+	assert_non_null(text);
+	for (uint64_t a = 0x7f0000000000ULL; len < bytes; a += 0x2000) {
+		int n = snprintf(line, sizeof(line), "%llx-%llx rw-p 00000000 00:00 0    "
+				 "/a/file/with/a/long/name/to/make/the/maps/file/long\n",
+				 (unsigned long long)a, (unsigned long long)a + 0x1000);
+
+		memcpy(text + len, line, (size_t)n + 1);
+		len += (size_t)n;
+	}
+	snprintf(rel, sizeof(rel), "%d/maps", (int)getpid());
+	fx_write(T.proc, rel, text);
+	free(text);
+}
+
+/*
+ * A peer whose records name memory it does not have makes the server reread its maps on
+ * every miss; a huge maps file makes each reread long. Its cgroup's rereads stay within
+ * maps_reads_per_sec_per_cgroup (8) and maps_bytes_per_sec_per_cgroup (1 MiB) per second.
+ */
+static void test_maps_budget_per_cgroup(void **state)
+{
+	struct ring r = ring_new(RING_BYTES, true);
+	const uint16_t sz = sizeof(struct pt_preload_rec);
+	struct pt_preload_server_stats st;
+	uint64_t start, elapsed, secs;
+	int sock;
+
+	(void)state;
+	fake_maps(300 << 10);
+	sock = register_ring(&r);
+	start = now_ms();
+	while (now_ms() - start < 1500) {
+		while (r.hdr->reserve - __atomic_load_n(&r.ctl->tail, __ATOMIC_ACQUIRE) < NSLOTS)
+			put(&r, PT_PRELOAD_REC_MMAP, sz, 0, 1, 0x10000, 4096, 3, 0x22);
+		pump(2);
+	}
+	elapsed = now_ms() - start;
+	secs = elapsed / 1000 + 1;
+	st = stats();
+	print_message("# maps rereads in %llu ms: %llu reads, %llu KiB, %llu refused by budget, "
+		      "%llu records foreign\n", (unsigned long long)elapsed,
+		      (unsigned long long)st.maps_reads, (unsigned long long)(st.maps_bytes >> 10),
+		      (unsigned long long)st.maps_denied,
+		      (unsigned long long)st.rejected[PT_PRELOAD_REJ_FOREIGN]);
+	assert_true(st.maps_reads >= 2);
+	assert_true(st.maps_bytes <= secs << 20);
+	assert_true(st.maps_reads <= 8 * secs);
+	assert_true(st.maps_denied > 0);
+	assert_int_equal(T.ngot, 0);
+	close(sock);
+	pump(20);
+	ring_free(&r, RING_BYTES);
+}
+
 /* Out of fds: the server must stop polling its listening socket, not spin, and recover. */
 static void test_out_of_fds(void **state)
 {
@@ -812,6 +1054,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connection_flood_and_replaced_rings, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fork_flood_capped_per_cgroup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records_budget_across_peers, setup_fake_proc,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pending_slots_per_cgroup, setup_fake_proc,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_maps_budget_per_cgroup, setup_fake_proc,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_fds, setup, teardown),
 	};
 
