@@ -28,12 +28,24 @@
 #ifndef __NR_process_madvise
 #define __NR_process_madvise 440
 #endif
+#ifndef __NR_pidfd_send_signal
+#define __NR_pidfd_send_signal 424
+#endif
 
 #define PT_IOV_BATCH 512	/* below UIO_MAXIOV (1024) */
 
+/* A pidfd (close-on-exec), never fd 0: 0 means "none" in the structs that keep one. */
 static int sys_pidfd_open(pid_t pid)
 {
-	return (int)syscall(__NR_pidfd_open, pid, 0);
+	int fd = (int)syscall(__NR_pidfd_open, pid, 0), high, err;
+
+	if (fd != 0)
+		return fd;
+	high = fcntl(fd, F_DUPFD_CLOEXEC, 1);
+	err = errno;
+	close(fd);
+	errno = err;
+	return high;
 }
 
 static ssize_t sys_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice)
@@ -83,18 +95,33 @@ bool pt_proc_in_cgroup(pid_t pid, const char *cgroup)
 	return false;
 }
 
-/* After pidfd_open(): the pid is pinned; is it still the process @pr was recorded for? */
-static bool same_process(const struct pt_proc_ranges *pr)
+bool pt_pidfd_alive(int pidfd)
 {
-	uint64_t start;
+	/* EPERM: there, but not ours to signal (the daemon is root: not expected). */
+	return syscall(__NR_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 || errno == EPERM;
+}
 
-	if (pr->start && (pt_proc_start_time(pr->pid, &start) || start != pr->start))
-		return false;
-	return !pr->cgroup || pt_proc_in_cgroup(pr->pid, pr->cgroup);
+int pt_proc_pin(pid_t pid, const char *cgroup, uint64_t *start)
+{
+	uint64_t now;
+	int fd = sys_pidfd_open(pid);
+
+	if (fd < 0)
+		return errno == ESRCH || errno == EINVAL ? -ESRCH : -errno;
+	/* The reads, then the liveness that says they were of the pidfd's process. */
+	if (pt_proc_start_time(pid, &now) || (*start && now != *start) ||
+	    (cgroup && !pt_proc_in_cgroup(pid, cgroup)) || !pt_pidfd_alive(fd)) {
+		close(fd);
+		return -ESRCH;
+	}
+	*start = now;
+	return fd;
 }
 
 void pt_proc_ranges_free(struct pt_proc_ranges *pr)
 {
+	if (pr->pidfd > 0)
+		close(pr->pidfd);
 	free(pr->r);
 	memset(pr, 0, sizeof(*pr));
 }
@@ -116,10 +143,10 @@ static int ranges_add(struct pt_proc_ranges *out, struct pt_range r)
 
 int pt_proc_anon_ranges(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *out)
 {
-	return pt_proc_ranges_of(pid, PT_KIND_ANON, max_bytes, out);
+	return pt_proc_ranges_of(pid, NULL, PT_KIND_ANON, max_bytes, out);
 }
 
-int pt_proc_ranges_of(pid_t pid, unsigned int kinds, uint64_t max_bytes,
+int pt_proc_ranges_of(pid_t pid, const char *cgroup, unsigned int kinds, uint64_t max_bytes,
 		      struct pt_proc_ranges *out)
 {
 	struct pt_maps_reader m;
@@ -129,20 +156,22 @@ int pt_proc_ranges_of(pid_t pid, unsigned int kinds, uint64_t max_bytes,
 
 	memset(out, 0, sizeof(*out));
 	out->pid = pid;
-	if (pt_proc_start_time(pid, &out->start))
-		return -ESRCH;
-	rc = pt_maps_open(&m, "/proc", pid, kinds, max_bytes);
-	if (rc)
+	out->cgroup = cgroup;
+	rc = pt_proc_pin(pid, cgroup, &out->start);
+	if (rc < 0)
 		return rc;
-	while (pt_maps_next(&m, &r, &k) == 1) {
-		if (ranges_add(out, r)) {
-			pt_maps_close(&m);
-			pt_proc_ranges_free(out);
-			return -ENOMEM;
-		}
-	}
-	pt_maps_close(&m);
-	return 0;
+	out->pidfd = rc;
+	rc = pt_maps_open(&m, "/proc", pid, kinds, max_bytes);
+	while (!rc && pt_maps_next(&m, &r, &k) == 1)
+		rc = ranges_add(out, r);
+	if (m.fp)
+		pt_maps_close(&m);
+	/* Still alive: the maps read were its own, not those of a process that took its pid. */
+	if (!rc && !pt_pidfd_alive(out->pidfd))
+		rc = -ESRCH;
+	if (rc)
+		pt_proc_ranges_free(out);
+	return rc;
 }
 
 int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice)
@@ -153,12 +182,21 @@ int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice)
 
 	if (!pr->n)
 		return 0;
-	pidfd = sys_pidfd_open(pr->pid);
-	if (pidfd < 0)
-		return -errno;
-	if (!same_process(pr)) {
-		close(pidfd);
-		return -ESRCH;
+	if (pr->pidfd > 0) {
+		/*
+		 * Pinned when its ranges were read: the advice reaches that process or none.
+		 * Still in its container (it may have been moved to another one meanwhile)?
+		 */
+		pidfd = pr->pidfd;
+		if ((pr->cgroup && !pt_proc_in_cgroup(pr->pid, pr->cgroup)) ||
+		    !pt_pidfd_alive(pidfd))
+			return -ESRCH;
+	} else {
+		uint64_t start = pr->start;
+
+		pidfd = pt_proc_pin(pr->pid, pr->cgroup, &start);
+		if (pidfd < 0)
+			return pidfd;
 	}
 	while (i < pr->n) {
 		size_t n = 0, want = 0;
@@ -172,8 +210,8 @@ int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice)
 		got = sys_process_madvise(pidfd, iov, n, advice);
 		if (got < 0) {
 			if (errno == ESRCH) {
-				close(pidfd);
-				return -ESRCH;
+				done = -ESRCH;
+				break;
 			}
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -197,14 +235,16 @@ int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice)
 		}
 		i++;
 	}
-	close(pidfd);
+	if (pidfd != pr->pidfd)
+		close(pidfd);
 	return done;
 }
 
 #define PT_PM_PRESENT_BIT (1ULL << 63)
 #define PT_PM_BATCH 4096
 
-int pt_proc_file_resident(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *out)
+int pt_proc_file_resident(pid_t pid, const char *cgroup, uint64_t max_bytes,
+			  struct pt_proc_ranges *out)
 {
 	struct pt_proc_ranges maps;
 	uint64_t *pm, total = 0, since;
@@ -213,7 +253,8 @@ int pt_proc_file_resident(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *
 
 	memset(out, 0, sizeof(*out));
 	out->pid = pid;
-	rc = pt_proc_ranges_of(pid, PT_KIND_FILE, 0, &maps);
+	out->cgroup = cgroup;
+	rc = pt_proc_ranges_of(pid, cgroup, PT_KIND_FILE, 0, &maps);
 	since = out->start = maps.start;
 	if (rc)
 		return rc;
@@ -251,11 +292,19 @@ out:
 	if (fd >= 0)
 		close(fd);
 	free(pm);
-	pt_proc_ranges_free(&maps);
-	if (rc)
+	/* Still alive: the pagemap read was its own. The ranges keep its pidfd. */
+	if (!rc && !pt_pidfd_alive(maps.pidfd))
+		rc = -ESRCH;
+	if (rc) {
 		pt_proc_ranges_free(out);
+	} else {
+		out->pidfd = maps.pidfd;
+		maps.pidfd = 0;
+	}
+	pt_proc_ranges_free(&maps);
 	out->pid = pid;
 	out->start = since;
+	out->cgroup = cgroup;
 	return rc;
 }
 
@@ -303,7 +352,7 @@ static int64_t advise_in_pieces(const struct pt_proc_ranges *pr, int advice, uin
 {
 	struct pt_range batch[PT_IOV_BATCH];
 	struct pt_proc_ranges one = { .pid = pr->pid, .start = pr->start, .cgroup = pr->cgroup,
-				      .r = batch, .cap = PT_IOV_BATCH };
+				      .pidfd = pr->pidfd, .r = batch, .cap = PT_IOV_BATCH };
 	int64_t done = 0, got;
 
 	for (int i = 0; i < pr->n; i++)
@@ -422,8 +471,8 @@ int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64
 									       PT_PACE_PIECE,
 			};
 			struct pt_proc_ranges one = { .pid = pr->pid, .start = pr->start,
-						      .cgroup = pr->cgroup, .n = 1, .cap = 1,
-						      .r = &piece };
+						      .cgroup = pr->cgroup, .pidfd = pr->pidfd,
+						      .n = 1, .cap = 1, .r = &piece };
 			int64_t got = pt_proc_advise(&one, advice);
 			uint64_t due;
 

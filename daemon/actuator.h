@@ -14,16 +14,22 @@
 #include "maps.h"
 
 /*
- * Ranges of one process. A pid is only a number, and numbers are reused: @start (the
- * process's start time, pt_proc_start_time()) and @cgroup (its cgroup, "/a/b" as in
- * /proc/PID/cgroup) say which process the ranges belong to; the advice checks both, through
- * a pidfd that keeps the number from being reused meanwhile, and refuses (-ESRCH) a process
- * that is not that one any more. 0 and NULL: not checked.
+ * Ranges of one process. A pid is only a number, and numbers are reused, even within the
+ * clock tick a start time counts: @pidfd is the process itself, opened when the ranges were
+ * read (after which the reads were confirmed to be of it: pt_proc_pin()), and advice goes
+ * through it, so that it reaches that process or none. @start (its start time,
+ * pt_proc_start_time()) and @cgroup (its cgroup, "/a/b" as in /proc/PID/cgroup) say which
+ * process that was; advice checks again that it still lives in @cgroup (a process can move
+ * to another container's cgroup) and refuses (-ESRCH) one that does not or has exited.
+ * @pidfd 0: none (zeroed structs, ranges from elsewhere): the advice opens one then and
+ * checks @start; @start 0 and @cgroup NULL: not checked. pt_proc_ranges_free() closes it;
+ * a copy of the struct borrows it.
  */
 struct pt_proc_ranges {
 	pid_t pid;
 	uint64_t start;
 	const char *cgroup;	/* owned by the caller, valid while it advises */
+	int pidfd;		/* > 0: owned (0: none) */
 	int n;
 	int cap;
 	struct pt_range *r;
@@ -33,9 +39,23 @@ struct pt_proc_ranges {
 int pt_proc_start_time(pid_t pid, uint64_t *start);
 /* Whether @pid's cgroup (/proc/PID/cgroup, cgroup v2) is @cgroup or below it. */
 bool pt_proc_in_cgroup(pid_t pid, const char *cgroup);
+/* Whether the process of @pidfd is still there (not yet reaped): pidfd_send_signal(0). */
+bool pt_pidfd_alive(int pidfd);
+/*
+ * Opens a pidfd for @pid (never fd 0) if it lives in @cgroup (NULL: anywhere) and, if
+ * *@start is not 0, started then; sets *@start. A pidfd does not keep the number from
+ * going to another process once this one is reaped, but a live process keeps its number:
+ * what was read of /proc/PID after the open is of the pidfd's process if it is still
+ * alive after the reads, which the callers check (pt_pidfd_alive()) after theirs too.
+ * Returns the fd, -ESRCH (gone, elsewhere, another process) or another negative errno.
+ */
+int pt_proc_pin(pid_t pid, const char *cgroup, uint64_t *start);
 
-/* Reads @pid's mappings of @kinds, up to @max_bytes in total (0: no limit). */
-int pt_proc_ranges_of(pid_t pid, unsigned int kinds, uint64_t max_bytes,
+/*
+ * Reads @pid's mappings of @kinds, up to @max_bytes in total (0: no limit), if it lives in
+ * @cgroup (NULL: anywhere), with its pidfd (pt_proc_pin()). 0, -ESRCH or -errno.
+ */
+int pt_proc_ranges_of(pid_t pid, const char *cgroup, unsigned int kinds, uint64_t max_bytes,
 		      struct pt_proc_ranges *out);
 /* Reads @pid's anonymous ranges, up to @max_bytes in total (0: no limit). */
 int pt_proc_anon_ranges(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *out);
@@ -44,11 +64,12 @@ int pt_proc_anon_ranges(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *ou
  * /proc/PID/pagemap): what a wake should read back of its executables, libraries and
  * mapped files once reclaim has dropped them. At most @max_bytes (0: no limit).
  */
-int pt_proc_file_resident(pid_t pid, uint64_t max_bytes, struct pt_proc_ranges *out);
+int pt_proc_file_resident(pid_t pid, const char *cgroup, uint64_t max_bytes,
+			  struct pt_proc_ranges *out);
 void pt_proc_ranges_free(struct pt_proc_ranges *pr);
 
 /*
- * Applies @advice (MADV_PAGEOUT, MADV_WILLNEED) to @pr in @pid through a pidfd. A range the
+ * Applies @advice (MADV_PAGEOUT, MADV_WILLNEED) to @pr through its pidfd. A range the
  * kernel refuses (mlocked, hugetlb) is skipped, not fatal. Returns the bytes advised, or a
  * negative errno (-ESRCH: the process is gone).
  */

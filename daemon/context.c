@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kmod_client.h"
 #include "log.h"
@@ -276,7 +277,7 @@ static void run_offload(struct pt_job *job)
 	 * than fault by fault.
 	 */
 	for (int i = 0; i < n && a->keep_wake_set; i++)
-		if (pt_proc_file_resident(pids[i], 0, &a->files[a->n_files]) == 0 &&
+		if (pt_proc_file_resident(pids[i], a->relpath, 0, &a->files[a->n_files]) == 0 &&
 		    a->files[a->n_files].n)
 			a->n_files++;
 		else
@@ -291,11 +292,10 @@ static void run_offload(struct pt_job *job)
 		 * (shared anonymous, memfd, SysV) too: the pages this process alone maps leave
 		 * now, the others with the reclaim that follows.
 		 */
-		if (pt_proc_ranges_of(pids[i], PT_KIND_ANON | PT_KIND_SHMEM, 0, pr))
-			continue;	/* exited meanwhile */
+		if (pt_proc_ranges_of(pids[i], a->relpath, PT_KIND_ANON | PT_KIND_SHMEM, 0, pr))
+			continue;	/* exited or left meanwhile */
 		if (advisable(a, pr, a->budget - done))
 			continue;
-		pr->cgroup = a->relpath;
 		got = pt_proc_advise_paced(pr, MADV_PAGEOUT, a->rate);
 		if (got < 0) {
 			pt_proc_ranges_free(pr);
@@ -403,15 +403,24 @@ static void run_scan(struct pt_job *job)
 	}
 	for (int i = 0; i < n; i++) {
 		struct pt_proc_scan *ps = &a->scans[a->n_scans];
-		uint64_t start;
+		uint64_t start = 0;
+		/*
+		 * Which process this pid is, pinned before its pages are read (the model keys
+		 * on pid and start time and keeps the pidfd): one of this container's, and,
+		 * alive after the scan, the one scanned (the scanners go by number).
+		 */
+		int fd = pt_proc_pin(pids[i], a->relpath, &start);
 
-		/* Which process this pid is, before its pages are read: the model keys on both. */
-		if (pt_proc_start_time(pids[i], &start) == 0 &&
-		    pt_scan_process(a->scanner, a->kmod_fd, pids[i], a->chunk_shift, ps) == 0) {
+		if (fd < 0)
+			continue;	/* exited or left meanwhile */
+		if (pt_scan_process(a->scanner, a->kmod_fd, pids[i], a->chunk_shift, ps) == 0 &&
+		    pt_pidfd_alive(fd)) {
 			ps->start = start;
+			ps->pidfd = fd;
 			a->n_scans++;
 		} else {
-			pt_proc_scan_free(ps);	/* exited meanwhile */
+			pt_proc_scan_free(ps);
+			close(fd);
 		}
 	}
 	free(pids);
@@ -784,11 +793,31 @@ static void apply_settle(struct pt_context *ctx, struct pt_action *a)
 			(unsigned long long)(ctx->idle_saved >> 20));
 }
 
+/*
+ * The entries of processes that exited since they were recorded: nothing to advise there,
+ * and their pidfds are closed now rather than at the next wake.
+ */
+static void prune_gone(struct pt_proc_ranges *set, int *n)
+{
+	int k = 0;
+
+	for (int i = 0; i < *n; i++) {
+		if (set[i].pidfd > 0 && !pt_pidfd_alive(set[i].pidfd)) {
+			pt_proc_ranges_free(&set[i]);
+			continue;
+		}
+		set[k++] = set[i];
+	}
+	*n = k;
+}
+
 static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 {
 	uint64_t now = pt_now_ms(), fresh;
 	int refaults;
 
+	prune_gone(ctx->wake_set, &ctx->n_wake_set);
+	prune_gone(ctx->file_set, &ctx->n_file_set);
 	if (!ctx->hot_ok)
 		return;
 	refaults = pt_hot_apply_scans(&ctx->hot, a->scans, a->n_scans);

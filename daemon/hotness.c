@@ -2,10 +2,12 @@
 #include "hotness.h"
 
 #include <errno.h>
+#include <fcntl.h>
 
 #include "grow.h"
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --- id set ------------------------------------------------------------------------- */
 
@@ -100,6 +102,9 @@ int pt_hot_init(struct pt_hot *h, unsigned int chunk_shift, uint32_t max_chunks)
 
 void pt_hot_free(struct pt_hot *h)
 {
+	for (int i = 0; i < PT_HOT_MAX_PROCS; i++)
+		if (h->pidfds[i] > 0)
+			close(h->pidfds[i]);
 	pt_mq_free(h->mq);
 	pt_idset_free(&h->refaulted);
 	pt_idset_free(&h->prefetched);
@@ -125,6 +130,9 @@ static void forget_slot(struct pt_hot *h, int i)
 			   pt_hot_chunk_id(h, i, ~0ULL >> (64 - PT_HOT_ADDR_BITS - h->chunk_shift)));
 	h->pids[i] = 0;
 	h->starts[i] = 0;
+	if (h->pidfds[i] > 0)
+		close(h->pidfds[i]);
+	h->pidfds[i] = 0;
 }
 
 static int slot_of(struct pt_hot *h, pid_t pid, uint64_t start, bool add)
@@ -171,7 +179,7 @@ static bool fresh_access(const struct pt_hot *h, uint64_t id, uint64_t now)
 	return info.where != PT_MQ_RESIDENT || info.last_access + PT_HOT_FRESH_EPOCHS < now;
 }
 
-int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n)
+int pt_hot_apply_scans(struct pt_hot *h, struct pt_proc_scan *scans, int n)
 {
 	bool alive[PT_HOT_MAX_PROCS] = { false };
 	uint64_t now = pt_hot_now(h);
@@ -184,6 +192,13 @@ int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n
 		if (slot < 0)
 			continue;	/* more processes than slots: the rest go unmodelled */
 		alive[slot] = true;
+		/* The process as this scan saw it (in the cgroup, alive): what advice reaches. */
+		if (scans[p].pidfd > 0) {
+			if (h->pidfds[slot] > 0)
+				close(h->pidfds[slot]);
+			h->pidfds[slot] = scans[p].pidfd;
+			scans[p].pidfd = 0;
+		}
 		for (uint32_t c = 0; c < scans[p].n; c++) {
 			const struct pt_chunk_scan *cs = &scans[p].chunks[c];
 			uint64_t id = pt_hot_chunk_id(h, slot, cs->addr);
@@ -495,6 +510,12 @@ int pt_hot_ranges(const struct pt_hot *h, const uint64_t *ids, size_t n,
 			memset(p, 0, sizeof(*p));
 			p->pid = h->pids[slot];
 			p->start = h->starts[slot];
+			/* Its own pidfd: the context may let go of the slot while a job advises. */
+			if (h->pidfds[slot] > 0) {
+				p->pidfd = fcntl(h->pidfds[slot], F_DUPFD_CLOEXEC, 1);
+				if (p->pidfd < 0)
+					p->pidfd = 0;	/* out of fds: the advice pins it then */
+			}
 		}
 		if (p->n && p->r[p->n - 1].start + p->r[p->n - 1].len == addr) {
 			p->r[p->n - 1].len += chunk;	/* adjacent: one larger range */

@@ -5,7 +5,8 @@
  * questions: which chunks of an active container are cold, which chunks make up the wake
  * set when it goes idle, and how good the last prefetch was (precision: prefetched chunks
  * used within the measuring window; recall: chunks used after the wake that were
- * prefetched). Pure: no I/O; unit tested with synthetic scans.
+ * prefetched). Pure (no I/O but closing and duplicating the pidfds it keeps); unit tested
+ * with synthetic scans.
  *
  * Chunk ids: the process's slot in the context in the high bits, the address >> chunk
  * shift below PT_HOT_ADDR_BITS.
@@ -54,6 +55,13 @@ struct pt_hot {
 	unsigned int chunk_shift;
 	pid_t pids[PT_HOT_MAX_PROCS];	/* slot -> pid, 0 = free */
 	uint64_t starts[PT_HOT_MAX_PROCS]; /* slot -> its start time: which process that was */
+	/*
+	 * slot -> that process's pidfd, from its latest scan (0: none): the ranges made of its
+	 * chunks carry a duplicate, so that advice on them reaches that process or none, however
+	 * long they were kept. Closed when the process no longer shows up in a scan (it exited
+	 * or left the cgroup).
+	 */
+	int pidfds[PT_HOT_MAX_PROCS];
 	uint64_t epochs;
 
 	/* Chunks refaulted since the last wake: part of the next wake set. */
@@ -94,11 +102,12 @@ void pt_hot_chunk_addr(const struct pt_hot *h, uint64_t id, int *slot, uint64_t 
 
 /*
  * Applies one epoch's scans of the context's processes (@n of them; a process missing from
- * the list has exited and its chunks are forgotten) and closes the epoch. Accessed chunks
+ * the list has exited and its chunks are forgotten) and closes the epoch. Takes the scans'
+ * pidfds (sets them to 0). Accessed chunks
  * are touched; present chunks the model does not know yet are added as seen this epoch.
  * Returns the number of refaults in this epoch, or a negative errno.
  */
-int pt_hot_apply_scans(struct pt_hot *h, const struct pt_proc_scan *scans, int n);
+int pt_hot_apply_scans(struct pt_hot *h, struct pt_proc_scan *scans, int n);
 
 /*
  * Up to @max resident chunks not accessed for @cold_epochs epochs (demotions in the model
@@ -149,8 +158,9 @@ void pt_hot_prefetched(struct pt_hot *h, uint32_t window);
 
 /*
  * Groups chunk ids into per-process ranges (adjacent chunks merged, order of first
- * appearance kept, so hottest-first stays hottest-first). Returns how many processes, or a
- * negative errno; *out is malloc'd (free each with pt_proc_ranges_free, then the array).
+ * appearance kept, so hottest-first stays hottest-first), each with a duplicate of its
+ * process's pidfd when the model has one. Returns how many processes, or a negative errno;
+ * *out is malloc'd (free each with pt_proc_ranges_free, then the array).
  */
 int pt_hot_ranges(const struct pt_hot *h, const uint64_t *ids, size_t n,
 		  struct pt_proc_ranges **out);

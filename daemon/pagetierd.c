@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -380,6 +381,24 @@ static int check_config(const char *dir, struct pt_config *cfg)
 	return 0;
 }
 
+/*
+ * Every process of every opted-in container is held by pidfds (its hotness slot, its wake
+ * set, its mapped-file set), so that advice never reaches another process that got its
+ * number: the soft limit of 1024 descriptors would run out on a dense host (and a process
+ * that cannot be pinned when it is found is left alone).
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		pt_warn("cannot raise the descriptor limit (%s): with many containers, some processes go unmanaged",
+			strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -451,6 +470,7 @@ int main(int argc, char **argv)
 	if (lock && mlockall(MCL_CURRENT | MCL_FUTURE))
 		pt_warn("mlockall failed (%s): the daemon may be paged out under pressure",
 			strerror(errno));
+	raise_fd_limit();
 	/*
 	 * Signals are read from a signalfd by the loop: block them before any worker thread
 	 * exists, so that threads inherit the mask and no signal is delivered to a worker.

@@ -27,6 +27,9 @@ const char *pt_scanner_name(enum pt_scanner_kind kind)
 
 void pt_proc_scan_free(struct pt_proc_scan *ps)
 {
+	if (ps->pidfd > 0)
+		close(ps->pidfd);
+	ps->pidfd = 0;
 	free(ps->chunks);
 	ps->chunks = NULL;
 	ps->n = ps->cap = 0;

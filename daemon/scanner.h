@@ -33,6 +33,7 @@ struct pt_chunk_scan {
 struct pt_proc_scan {
 	pid_t pid;
 	uint64_t start;		/* the process's start time: which process @pid was */
+	int pidfd;		/* > 0: that process, pinned (pt_proc_pin()); 0: none */
 	struct pt_chunk_scan *chunks;
 	uint32_t n;
 	uint32_t cap;
@@ -74,6 +75,7 @@ int pt_smaps_referenced(const char *text,
  */
 int pt_scan_process(enum pt_scanner_kind kind, int kmod_fd, pid_t pid, unsigned int chunk_shift,
 		    struct pt_proc_scan *out);
+/* Frees the chunks and closes the pidfd (unless the model took it). */
 void pt_proc_scan_free(struct pt_proc_scan *ps);
 const char *pt_scanner_name(enum pt_scanner_kind kind);
 

@@ -7,7 +7,10 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,14 +77,14 @@ static void test_ranges_by_kind(void **state)
 
 	(void)state;
 	assert_true(anon != MAP_FAILED && shm != MAP_FAILED);
-	assert_int_equal(pt_proc_ranges_of(getpid(), PT_KIND_ANON, 0, &pr), 0);
+	assert_int_equal(pt_proc_ranges_of(getpid(), NULL, PT_KIND_ANON, 0, &pr), 0);
 	for (int i = 0; i < pr.n; i++) {
 		a |= pr.r[i].start <= (uintptr_t)anon && (uintptr_t)anon < pr.r[i].start + pr.r[i].len;
 		assert_false(pr.r[i].start <= (uintptr_t)shm &&
 			     (uintptr_t)shm < pr.r[i].start + pr.r[i].len);
 	}
 	pt_proc_ranges_free(&pr);
-	assert_int_equal(pt_proc_ranges_of(getpid(), PT_KIND_SHMEM, 0, &pr), 0);
+	assert_int_equal(pt_proc_ranges_of(getpid(), NULL, PT_KIND_SHMEM, 0, &pr), 0);
 	for (int i = 0; i < pr.n; i++)
 		s_ |= pr.r[i].start == (uintptr_t)shm && pr.r[i].len == 1 << 20;
 	pt_proc_ranges_free(&pr);
@@ -110,7 +113,7 @@ static void test_file_resident(void **state)
 	assert_true(m != MAP_FAILED);
 	for (int p = 0; p < 64; p += 2)
 		sum += m[p * 4096];	/* every other page */
-	assert_int_equal(pt_proc_file_resident(getpid(), 0, &pr), 0);
+	assert_int_equal(pt_proc_file_resident(getpid(), NULL, 0, &pr), 0);
 	for (int i = 0; i < pr.n; i++) {
 		uint64_t s0 = pr.r[i].start, e0 = s0 + pr.r[i].len;
 		uint64_t lo = (uintptr_t)m, hi = lo + 64 * 4096;
@@ -187,6 +190,102 @@ static void test_recycled_pid_refused(void **state)
 	munmap(mem, 1 << 20);
 }
 
+#ifndef __NR_clone3
+#define __NR_clone3 435
+#endif
+
+/* clone3(2)'s arguments up to set_tid_size (CLONE_ARGS_SIZE_VER1). */
+struct clone_args_v1 {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	uint64_t set_tid, set_tid_size;
+};
+
+/* A child that waits to be killed, with the number @pid (0: any); its pid or -errno. */
+static pid_t child_with_pid(pid_t pid)
+{
+	struct clone_args_v1 args = { .exit_signal = SIGCHLD };
+	pid_t tid = pid, got;
+
+	if (pid) {
+		args.set_tid = (uintptr_t)&tid;
+		args.set_tid_size = 1;
+	}
+	got = (pid_t)syscall(__NR_clone3, &args, sizeof(args));
+	if (got == 0) {
+		for (;;)
+			pause();
+	}
+	return got < 0 ? -errno : got;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/*
+ * A pid is only a number, and a start time only counts clock ticks: the number of a
+ * process that exited can go to another within the same tick (here made so with clone3's
+ * set_tid; a container cycling through pids does it too). Ranges read for the first
+ * process must never reach the second, which holds the same memory at the same addresses.
+ */
+static void test_pid_reused_within_a_tick(void **state)
+{
+	char *mem = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			 0);
+	int64_t got = 0, got_paced = 0;
+	int tries;
+
+	(void)state;
+	assert_true(mem != MAP_FAILED);
+	memset(mem, 1, 1 << 20);	/* both children have it, copied at fork */
+	for (tries = 0; tries < 200; tries++) {
+		struct pt_proc_ranges pr;
+		pid_t a = child_with_pid(0), b;
+		uint64_t start_b;
+
+		assert_true(a > 0);
+		assert_int_equal(pt_proc_ranges_of(a, NULL, PT_KIND_ANON, 0, &pr), 0);
+		free(pr.r);
+		pr.r = malloc(sizeof(*pr.r));
+		assert_non_null(pr.r);
+		pr.r[0].start = (uintptr_t)mem;
+		pr.r[0].len = 1 << 20;
+		pr.n = pr.cap = 1;
+		reap(a);
+		b = child_with_pid(a);
+		if (b == -EPERM || b == -ENOSYS) {
+			pt_proc_ranges_free(&pr);
+			munmap(mem, 1 << 20);
+			skip();	/* set_tid needs CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE) */
+		}
+		if (b < 0) {	/* the number went to another process meanwhile */
+			pt_proc_ranges_free(&pr);
+			continue;
+		}
+		assert_int_equal(b, a);
+		if (pt_proc_start_time(b, &start_b) || start_b != pr.start) {
+			/* Another tick: the start time tells them apart; not the case here. */
+			reap(b);
+			pt_proc_ranges_free(&pr);
+			continue;
+		}
+		/* Same number, same start time, same cgroup: only the process differs. */
+		got = pt_proc_advise(&pr, MADV_WILLNEED);
+		got_paced = pt_proc_advise_paced(&pr, MADV_WILLNEED, 1 << 30);
+		reap(b);
+		pt_proc_ranges_free(&pr);
+		break;
+	}
+	munmap(mem, 1 << 20);
+	if (tries == 200)
+		skip();	/* never within one tick: nothing shown */
+	assert_int_equal(got, -ESRCH);
+	assert_int_equal(got_paced, -ESRCH);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -196,6 +295,7 @@ int main(void)
 		cmocka_unit_test(test_file_resident),
 		cmocka_unit_test(test_advise_in_cgroup),
 		cmocka_unit_test(test_recycled_pid_refused),
+		cmocka_unit_test(test_pid_reused_within_a_tick),
 	};
 
 	return cmocka_run_group_tests_name("actuator", tests, NULL, NULL);

@@ -6,8 +6,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hotness.h"
 
@@ -451,6 +454,50 @@ static void test_exited_process_forgotten(void **state)
 	pt_hot_free(&h);
 }
 
+/*
+ * The model keeps the pidfd of each process's latest scan; the ranges it makes carry their
+ * own duplicate (a job may advise after the slot is gone), and the slot's closes when the
+ * process no longer shows up.
+ */
+static void test_pidfd_kept_with_the_slot(void **state)
+{
+	struct pt_proc_scan ps = { .pid = getpid() };
+	struct pt_proc_ranges *pr;
+	struct pt_hot h;
+	int fd, kept;
+	uint64_t id;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	fd = pt_proc_pin(getpid(), NULL, &ps.start);
+	assert_true(fd > 0);
+	ps.pidfd = fd;
+	ps.chunks = calloc(1, sizeof(*ps.chunks));
+	assert_non_null(ps.chunks);
+	ps.n = 1;
+	ps.chunks[0].addr = BASE;
+	ps.chunks[0].present = ps.chunks[0].accessed = 16;
+	assert_true(pt_hot_apply_scans(&h, &ps, 1) >= 0);
+	assert_int_equal(ps.pidfd, 0);		/* taken */
+	assert_int_equal(h.pidfds[0], fd);
+	id = pt_hot_chunk_id(&h, 0, BASE);
+	assert_int_equal(pt_hot_ranges(&h, &id, 1, &pr), 1);
+	kept = pr[0].pidfd;
+	assert_true(kept > 0 && kept != fd);
+	assert_true(pt_pidfd_alive(kept));
+	/* The process is gone from the scans: the slot lets go, the ranges keep theirs. */
+	assert_int_equal(pt_hot_apply_scans(&h, NULL, 0), 0);
+	assert_int_equal(h.pidfds[0], 0);
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	assert_int_equal(errno, EBADF);
+	assert_true(fcntl(kept, F_GETFD) >= 0);
+	pt_proc_ranges_free(&pr[0]);
+	free(pr);
+	assert_int_equal(fcntl(kept, F_GETFD), -1);
+	pt_proc_scan_free(&ps);
+	pt_hot_free(&h);
+}
+
 static void test_fold_pagemap(void **state)
 {
 	uint64_t pm[40] = { 0 };
@@ -567,6 +614,7 @@ int main(void)
 		cmocka_unit_test(test_fold_bitmaps),
 		cmocka_unit_test(test_smaps_referenced),
 		cmocka_unit_test(test_idset),
+		cmocka_unit_test(test_pidfd_kept_with_the_slot),
 	};
 
 	return cmocka_run_group_tests_name("hotness", tests, NULL, NULL);
