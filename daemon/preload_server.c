@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The unix socket libpagetier.so registers with, and the rings it registers. Identity is the
- * kernel's (SO_PEERCRED, /proc/PID/cgroup), never the peer's: what a peer writes is only
- * records about its own memory, and those are validated by preload_decode.c.
+ * kernel's (SO_PEERCRED and SO_PEERPIDFD, /proc/PID/cgroup), never the peer's: what a peer
+ * writes is only records about its own memory, and those are validated by preload_decode.c.
  */
 #include "preload_server.h"
 
@@ -26,6 +26,11 @@
 #include "log.h"
 #include "preload_maps.h"
 
+/* Linux 6.5; glibc 2.36's headers do not have it yet. */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
 #define HELLO_TIMEOUT_NS (5 * 1000000000ULL)
 #define MAX_FDS_IN_HELLO 4
 #define MAX_PENDING_PER_PID 4	/* a process registers once; a few for exec races */
@@ -46,6 +51,7 @@ struct cg_acct {
 struct peer {
 	int sock;
 	pid_t pid;
+	int pidfd;			/* the process that connected; -1 on kernels before 6.5 */
 	struct cg_acct *cg;		/* its cgroup: NULL until known */
 	const char *cgroup;		/* cg->path */
 	bool registered;
@@ -75,6 +81,7 @@ struct pt_preload_server {
 	unsigned int npending;		/* peers not registered yet */
 	uint64_t ring_bytes;		/* mapped for all peers */
 	bool listen_paused;		/* out of fds: not polling the listening socket */
+	bool no_pidfd;			/* the kernel has no SO_PEERPIDFD: pids only */
 	struct pt_preload_server_stats st;	/* rejected/records of peers already gone */
 	/* While draining: the callback of the current call. */
 	pt_preload_record_fn fn;
@@ -327,6 +334,8 @@ static void peer_free(struct pt_preload_server *s, struct peer *p)
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, p->sock, NULL);
 		close(p->sock);
 	}
+	if (p->pidfd >= 0)
+		close(p->pidfd);
 	cg_put(s, p->cg);
 	free(p);
 }
@@ -453,6 +462,24 @@ static unsigned int peers_of_cgroup(const struct pt_preload_server *s, const str
 	return n;
 }
 
+/*
+ * Whether the process that connected is still there, so that what was just read about its
+ * pid (/proc/PID/cgroup, /proc/PID/maps) was about it, not about a process that got the
+ * number since. Its pidfd says so for certain: pidfd_send_signal(0) fails with ESRCH once
+ * it exited (EPERM, without CAP_KILL, means it is there). Without one, a closed end of the
+ * socket says it is gone, but an open one proves nothing: a child it forked, or a process
+ * it passed the socket to, holds it open after it exits.
+ */
+static bool peer_alive(const struct peer *p)
+{
+	struct pollfd pfd = { .fd = p->sock, .events = POLLRDHUP };
+
+	if (p->pidfd >= 0 && syscall(SYS_pidfd_send_signal, p->pidfd, 0, NULL, 0) < 0 &&
+	    errno != EPERM)
+		return false;
+	return !(poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)));
+}
+
 /* Reads the registration message of @p. 0 registered, -EAGAIN not yet, <0 drop the peer. */
 static int peer_hello(struct pt_preload_server *s, struct peer *p)
 {
@@ -469,7 +496,6 @@ static int peer_hello(struct pt_preload_server *s, struct peer *p)
 	char *cgroup;
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
-	struct pollfd pfd;
 	char extra;
 	ssize_t n;
 
@@ -509,12 +535,8 @@ static int peer_hello(struct pt_preload_server *s, struct peer *p)
 		err = peer_set_cgroup(s, p, cgroup);
 	if (err)
 		goto bad;
-	/*
-	 * The pid was read at connect time; if that process already exited, the pid may be
-	 * someone else's now. Its end of the socket then is closed: check after reading.
-	 */
-	pfd = (struct pollfd){ .fd = p->sock, .events = POLLRDHUP };
-	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+	/* The pid is from connect time: the cgroup read is its process's only if it is alive. */
+	if (!peer_alive(p)) {
 		err = -ESRCH;
 		goto bad;
 	}
@@ -544,6 +566,8 @@ static int peer_hello(struct pt_preload_server *s, struct peer *p)
 	s->npending--;
 	drop_older_rings(s, p);
 	s->st.accepted_peers++;
+	if (p->pidfd >= 0)
+		s->st.by_pidfd++;
 	reply(p, PT_PRELOAD_ACCEPT);
 	pt_debug("preload: pid %d (cgroup %s) registered a ring of %llu bytes", (int)p->pid,
 		 p->cgroup, (unsigned long long)ring_bytes);
@@ -627,6 +651,22 @@ static unsigned int pending_of_cgroup(const struct pt_preload_server *s,
 }
 
 /*
+ * The pidfd of the process behind @sock (SO_PEERPIDFD: the one that connected), or a
+ * negative errno: -ENOPROTOOPT on kernels before 6.5.
+ */
+static int peer_pidfd(const struct pt_preload_server *s, int sock)
+{
+	socklen_t len = sizeof(int);
+	int fd;
+
+	if (s->opts.peer_pidfd)
+		return s->opts.peer_pidfd(sock);
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) < 0)
+		return -errno;
+	return fd;
+}
+
+/*
  * A new connection: kept as pending (its hello to come) if there is room for it, overall,
  * for its process and for its cgroup, so that neither a few processes nor one container
  * can hold every pending slot. 0 kept, or why not.
@@ -655,8 +695,22 @@ static int admit(struct pt_preload_server *s, int fd)
 	}
 	p->sock = fd;
 	p->pid = pid;
+	p->pidfd = -1;
 	p->connected_ns = now_ns();
 	err = peer_set_cgroup(s, p, cgroup);
+	if (!err && !s->no_pidfd) {
+		p->pidfd = peer_pidfd(s, fd);
+		if (p->pidfd == -ENOPROTOOPT || p->pidfd == -EINVAL) {
+			s->no_pidfd = true;
+			pt_info("preload: the kernel has no SO_PEERPIDFD (Linux 6.5): peers are "
+				"identified by pid, and a pid reused between connect and registration "
+				"goes unnoticed while the socket stays open");
+		} else if (p->pidfd < 0) {
+			err = p->pidfd;		/* ESRCH: gone already; EMFILE */
+		}
+		if (p->pidfd < 0)
+			p->pidfd = -1;
+	}
 	if (!err && pending_of_cgroup(s, p->cg) >= s->opts.max_pending_per_cgroup) {
 		s->st.refused_pending_cgroup++;
 		err = -EUSERS;
@@ -665,6 +719,8 @@ static int admit(struct pt_preload_server *s, int fd)
 	if (!err && epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
 		err = -errno;
 	if (err) {
+		if (p->pidfd >= 0)
+			close(p->pidfd);
 		cg_put(s, p->cg);
 		free(p);
 		return err;
@@ -819,6 +875,10 @@ static int deliver(const struct pt_preload_event *ev, void *arg)
 		}
 		reads = p->maps.reloads - reads;
 		bytes = p->maps.bytes - bytes;
+		if (reads && !peer_alive(p)) {
+			p->maps.n = 0;	/* the maps of whoever has its pid now */
+			ok = false;
+		}
 		s->maps_reads += (unsigned int)reads;
 		s->maps_bytes += bytes;
 		p->cg->maps_reads += (unsigned int)reads;

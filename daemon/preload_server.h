@@ -9,8 +9,10 @@
  * mappings is for the caller to check against /proc/PID/maps.
  *
  * preload_server.c: the unix socket. Accepts peers, identifies each by SO_PEERCRED and
- * /proc/PID/cgroup, asks a callback whether that cgroup is opted in, maps the ring (data
- * read-only, only the control page writable) and drains it from the daemon's event loop.
+ * /proc/PID/cgroup, confirmed by a pidfd of the process that connected (SO_PEERPIDFD, Linux
+ * 6.5; before, by its socket still being open), asks a callback whether that cgroup is opted
+ * in, maps the ring (data read-only, only the control page writable) and drains it from the
+ * daemon's event loop.
  */
 #ifndef PAGETIER_PRELOAD_SERVER_H
 #define PAGETIER_PRELOAD_SERVER_H
@@ -159,6 +161,7 @@ struct pt_preload_server_opts {
 	unsigned int max_records_per_drain, max_records_per_drain_per_cgroup;
 	struct pt_preload_limits limits;
 	const char *proc_root;		/* "/proc" unless testing */
+	int (*peer_pidfd)(int sock);	/* NULL: SO_PEERPIDFD; tests inject its failures */
 	pt_preload_peer_fn on_peer;	/* optional */
 	void *peer_arg;
 };
@@ -205,6 +208,7 @@ int pt_preload_server_arm_wake(struct pt_preload_server *s, pid_t pid);
 struct pt_preload_server_stats {
 	unsigned int peers;
 	uint64_t accepted_peers, rejected_peers, bad_hellos;
+	uint64_t by_pidfd;		/* of the accepted: identity confirmed by a pidfd */
 	uint64_t refused;		/* connections closed at once: too many, out of fds */
 	uint64_t refused_pending_cgroup;	/* of those: max_pending_per_cgroup */
 	uint64_t refused_cgroup_full;	/* registrations over max_peers_per_cgroup */

@@ -149,12 +149,12 @@ static void fake_cgroup(pid_t pid, const char *cg)
  * The server reads the peers' cgroups and maps from a fake /proc, so that they can be in
  * several cgroups; this process is in /self. Budgets tight enough to be reached in a test.
  */
-static int setup_fake_proc(void **state)
+static int fake_proc_server(int (*peer_pidfd)(int sock))
 {
 	struct pt_preload_server_opts opts;
 
-	(void)state;
 	test_opts(&opts);
+	opts.peer_pidfd = peer_pidfd;
 	T.proc = fx_tmpdir();
 	fake_cgroup(getpid(), "/self");
 	opts.proc_root = T.proc;
@@ -166,6 +166,12 @@ static int setup_fake_proc(void **state)
 	opts.maps_bytes_per_sec_per_cgroup = 1 << 20;
 	assert_int_equal(pt_preload_server_open(&T.s, T.path, &opts, optin_all, NULL), 0);
 	return 0;
+}
+
+static int setup_fake_proc(void **state)
+{
+	(void)state;
+	return fake_proc_server(NULL);
 }
 
 static int teardown(void **state)
@@ -750,10 +756,12 @@ static void test_fork_flood_capped_per_cgroup(void **state)
 	pump(20);
 	st = stats();
 	print_message("# fork flood: %d processes of one cgroup: %u peers registered, %d fds "
-		      "held by the server, %llu refused (cap %d)\n", FORK_FLOOD, st.peers,
-		      open_fds() - fds0, (unsigned long long)st.refused_cgroup_full, 4);
+		      "held by the server (%llu pidfds), %llu refused (cap %d)\n", FORK_FLOOD,
+		      st.peers, open_fds() - fds0, (unsigned long long)st.by_pidfd,
+		      (unsigned long long)st.refused_cgroup_full, 4);
 	assert_int_equal(st.peers, 4);
-	assert_int_equal(open_fds() - fds0, 4);
+	/* A socket each, and a pidfd each where the kernel has SO_PEERPIDFD. */
+	assert_int_equal(open_fds() - fds0, 4 + st.by_pidfd);
 	assert_int_equal(st.refused_cgroup_full, FORK_FLOOD - 4);
 	close(hold[1]);					/* they all leave */
 	fds0--;
@@ -977,6 +985,141 @@ static void test_maps_budget_per_cgroup(void **state)
 	ring_free(&r, RING_BYTES);
 }
 
+/* The kernel has SO_PEERPIDFD (Linux 6.5). */
+static bool kernel_has_peerpidfd(void)
+{
+	int sv[2], fd = -1;
+	socklen_t len = sizeof(fd);
+	bool has;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	has = getsockopt(sv[0], SOL_SOCKET, 77 /* SO_PEERPIDFD */, &fd, &len) == 0;
+	if (has)
+		close(fd);
+	close(sv[0]);
+	close(sv[1]);
+	return has;
+}
+
+/*
+ * A child in cgroup @cg (fake /proc) that connects, sends its hello, forks a grandchild
+ * that keeps the socket open until @hold[1] is closed, and exits; returned reaped, so that
+ * its pid is free for reuse while the server has not read its hello yet. The fake /proc
+ * keeps its entry: what /proc says about a pid reused by a process of the same cgroup.
+ */
+static pid_t connect_and_vanish(const char *cg, const int hold[2])
+{
+	int go[2], status;
+	pid_t pid;
+	char ch = 0;
+
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ring c = ring_new(RING_BYTES, true);
+		struct pt_preload_hello h = hello_of(RING_BYTES);
+		struct sockaddr_un un = { .sun_family = AF_UNIX };
+		int s = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		alarm(60);
+		close(hold[1]);
+		close(go[1]);
+		if (read(go[0], &ch, 1) != 1)
+			_exit(3);
+		strcpy(un.sun_path, T.path);
+		if (connect(s, (struct sockaddr *)&un, sizeof(un)) < 0)
+			_exit(2);
+		send_with_fds(s, &h, sizeof(h), &c.fd, 1);
+		if (fork() == 0) {
+			(void)!read(hold[0], &ch, 1);	/* holds the socket open */
+			_exit(0);
+		}
+		_exit(0);
+	}
+	close(go[0]);
+	fake_cgroup(pid, cg);
+	assert_int_equal(write(go[1], &ch, 1), 1);
+	close(go[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return pid;
+}
+
+/*
+ * Identity through a pidfd: a registration whose process exited after connecting is
+ * refused even though its socket stays open (a child holds it) and /proc has an entry for
+ * its pid (reused). With only the pid, the cgroup of whoever has the number now was taken.
+ */
+static void test_peer_identity_by_pidfd(void **state)
+{
+	struct ring r = ring_new(RING_BYTES, true);
+	struct pt_preload_server_stats st;
+	int hold[2];
+
+	(void)state;
+	if (!kernel_has_peerpidfd())
+		skip();
+	close(register_ring(&r));		/* an ordinary one: by its pidfd */
+	pump(20);
+	assert_int_equal(stats().accepted_peers, 1);
+	assert_int_equal(stats().by_pidfd, 1);
+	assert_int_equal(pipe(hold), 0);
+	connect_and_vanish("/a", hold);
+	pump(100);
+	st = stats();
+	print_message("# pid gone (and reusable) before its hello, socket held open: %llu "
+		      "accepted, %llu refused at connect, %llu bad registrations\n",
+		      (unsigned long long)st.accepted_peers - 1, (unsigned long long)st.refused,
+		      (unsigned long long)st.bad_hellos);
+	assert_int_equal(st.accepted_peers, 1);
+	assert_int_equal(st.peers, 0);
+	assert_true(st.refused + st.bad_hellos >= 1);
+	close(hold[1]);
+	close(hold[0]);
+	ring_free(&r, RING_BYTES);
+}
+
+static int no_peerpidfd(int sock)
+{
+	(void)sock;
+	return -ENOPROTOOPT;	/* a kernel before 6.5 */
+}
+
+static int setup_fake_proc_no_pidfd(void **state)
+{
+	(void)state;
+	return fake_proc_server(no_peerpidfd);
+}
+
+/*
+ * Without SO_PEERPIDFD (older kernels) peers are identified by pid: registrations work, and
+ * a process that exited (its socket closed) before its hello was read is still refused.
+ */
+static void test_peer_identity_without_pidfd(void **state)
+{
+	struct ring r = ring_new(RING_BYTES, true);
+	int hold[2];
+
+	(void)state;
+	close(register_ring(&r));
+	pump(20);
+	assert_int_equal(stats().accepted_peers, 1);
+	assert_int_equal(stats().by_pidfd, 0);
+	/* Gone, socket closed: the grandchild exits as soon as it is started. */
+	assert_int_equal(pipe(hold), 0);
+	close(hold[1]);
+	hold[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);	/* for the child to close */
+	connect_and_vanish("/a", hold);
+	for (int i = 0; i < 100 && stats().bad_hellos + stats().refused < 1; i++)
+		pump(10);
+	assert_int_equal(stats().accepted_peers, 1);
+	assert_true(stats().bad_hellos + stats().refused >= 1);
+	close(hold[1]);
+	close(hold[0]);
+	ring_free(&r, RING_BYTES);
+}
+
 /* Out of fds: the server must stop polling its listening socket, not spin, and recover. */
 static void test_out_of_fds(void **state)
 {
@@ -1060,6 +1203,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_maps_budget_per_cgroup, setup_fake_proc,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_peer_identity_by_pidfd, setup_fake_proc,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_peer_identity_without_pidfd,
+						setup_fake_proc_no_pidfd, teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_fds, setup, teardown),
 	};
 
