@@ -168,10 +168,18 @@ static int walk(const char *root, char *rel, size_t rel_len, pt_cgroup_visit_fn 
 	d = opendir(path);
 	if (!d)
 		return -errno;
-	while ((de = readdir(d))) {
+	for (;;) {
 		size_t n;
 		int r;
 
+		/* NULL is the end, or an error (EIO, say) that hid the rest of the directory. */
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			if (errno && errno != ENOENT && !rc)
+				rc = -errno;
+			break;
+		}
 		if (de->d_type != DT_DIR || de->d_name[0] == '.')
 			continue;
 		n = strlen(de->d_name);

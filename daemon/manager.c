@@ -144,7 +144,7 @@ void pt_manager_rescan(struct pt_manager *m)
 
 	for (size_t i = 0; i < m->n_ctxs; i++)
 		m->ctxs[i].seen = false;
-	rc = pt_cgroup_walk(m->cfg.cgroup_root, visit_cgroup, m);
+	rc = (m->walk ? m->walk : pt_cgroup_walk)(m->cfg.cgroup_root, visit_cgroup, m);
 	if (rc) {
 		/*
 		 * An incomplete walk (out of descriptors, say) says nothing about the cgroups it
@@ -445,6 +445,19 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 	}
 }
 
+/*
+ * Whether the cgroup of @ctx is really gone: its directory no longer there, or another
+ * cgroup's (same path, new id). A sample's -ENOENT alone is no proof: a file that lacks the
+ * key read (a short read, a kernel without the field) says the same.
+ */
+static bool cgroup_gone(const struct pt_context *ctx)
+{
+	uint64_t id;
+	int rc = pt_cgroup_id(ctx->dir, &id);
+
+	return rc == -ENOENT || rc == -ENOTDIR || (!rc && id != ctx->cgroup_id);
+}
+
 void pt_manager_tick(struct pt_manager *m, uint64_t now)
 {
 	pt_manager_rescan(m);
@@ -456,17 +469,26 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 	for (size_t i = m->n_ctxs; i-- > 0;) {
 		struct pt_context *ctx = &m->ctxs[i];
 		const struct pt_kmod_usage *u;
-		int rc = pt_cgroup_sample(ctx->dir, &ctx->sample);
+		struct pt_cgroup_sample smp;
+		int rc = pt_cgroup_sample(ctx->dir, &smp);
 
-		if (rc == -ENOENT) {
+		if (rc == -ENOENT && cgroup_gone(ctx)) {
 			drop_ctx(m, i, "cgroup vanished");
 			continue;
 		}
 		if (rc) {
-			/* Not its cgroup's doing (out of descriptors, memory): try again next tick. */
-			m->sample_errors++;
+			/*
+			 * Not its cgroup's doing (out of descriptors, memory, an unreadable file):
+			 * the last good sample stays, and the next tick tries again.
+			 */
+			if (!m->sample_errors++ || !(m->sample_errors & 1023))
+				pt_warn("%s: sampling %s failed (%s, %llu times so far): kept as it was",
+					ctx->policy.name, ctx->dir,
+					rc == -ENOENT ? "a file or a key missing" : strerror(-rc),
+					(unsigned long long)m->sample_errors);
 			continue;
 		}
+		ctx->sample = smp;
 		if (m->kmod_fd >= 0) {
 			u = pt_kmod_usage_find(m->usage, m->n_usage, ctx->cgroup_id);
 			ctx->tier_pages = u ? u->pages : 0;

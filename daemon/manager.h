@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "cgroup.h"
 #include "config.h"
 #include "context.h"
 #include "kmod_client.h"
@@ -40,6 +41,8 @@ struct pt_manager {
 	bool bpf_swapins;		/* BPF counts swap-ins: tier demand reads are the same */
 	struct pt_preload_server *preload;	/* NULL: no preload socket */
 	const char *meminfo_path;	/* /proc/meminfo */
+	/* The cgroup walk: NULL is pt_cgroup_walk (tests inject its failures). */
+	int (*walk)(const char *root, pt_cgroup_visit_fn fn, void *arg);
 
 	/* Where actions go; the manager gets them back with pt_manager_action_done(). */
 	void (*submit)(void *arg, struct pt_action *a);

@@ -198,6 +198,77 @@ static void test_failed_walk_keeps_contexts(void **state)
 	}
 }
 
+/* What the injected walks return. */
+static int walk_err;
+
+/* A walk that saw nothing of the tree: out of descriptors at the root, say. */
+static int failing_walk(const char *root, pt_cgroup_visit_fn fn, void *arg)
+{
+	(void)root;
+	(void)fn;
+	(void)arg;
+	return walk_err;
+}
+
+/* A walk that saw /ct/web, then failed (a readdir error, a subtree it could not open). */
+static int partial_walk(const char *root, pt_cgroup_visit_fn fn, void *arg)
+{
+	char dir[PATH_MAX];
+	uint64_t id;
+
+	snprintf(dir, sizeof(dir), "%s/ct/web", root);
+	if (pt_cgroup_id(dir, &id) == 0)
+		fn("/ct/web", id, arg);
+	return walk_err;
+}
+
+/*
+ * Walks that fail with EMFILE, ENFILE or EIO, seeing none or part of the tree, and samples
+ * that fail without the cgroup going (a file without the key read) drop no context: its
+ * BPF filter, wake set and memory.low stay. A cgroup that does go still takes its context,
+ * walks failing or not.
+ */
+static void test_walk_and_sample_errors_drop_nothing(void **state)
+{
+	static const int errs[] = { -EMFILE, -ENFILE, -EIO };
+	struct fixture *f = *state;
+	char path[PATH_MAX + 32], buf[32] = "";
+	uint64_t walk_errors;
+
+	pt_manager_rescan(&f->m);
+	assert_int_equal(f->m.n_ctxs, 2);
+	walk_errors = f->m.walk_errors;
+	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+		walk_err = errs[i];
+		f->m.walk = failing_walk;
+		pt_manager_tick(&f->m, pt_now_ms());
+		assert_int_equal(f->m.n_ctxs, 2);
+		f->m.walk = partial_walk;
+		pt_manager_tick(&f->m, pt_now_ms());
+		assert_int_equal(f->m.n_ctxs, 2);
+		assert_int_equal(f->r.n_tracked, 2);
+	}
+	assert_int_equal(f->m.walk_errors, walk_errors + 6);
+	/* memory.stat without "anon": -ENOENT from the parser, the cgroup is still there. */
+	fx_write(f->root, "ct/db/memory.stat", "file 0\n");
+	pt_manager_tick(&f->m, pt_now_ms());
+	assert_int_equal(f->m.n_ctxs, 2);
+	assert_non_null(ctx_named(&f->m, "db"));
+	assert_true(f->m.sample_errors >= 1);
+	assert_int_equal(ctx_named(&f->m, "db")->sample.memory_current, 268435456);
+	snprintf(path, sizeof(path), "%s/ct/db/memory.low", f->root);
+	assert_true(pt_read_file(path, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "max");
+	/* web really goes, while the walks still fail: its context goes with it. */
+	snprintf(path, sizeof(path), "rm -rf '%s/ct/web'", f->root);
+	assert_int_equal(system(path), 0);
+	f->m.walk = failing_walk;
+	pt_manager_tick(&f->m, pt_now_ms());
+	assert_int_equal(f->m.n_ctxs, 1);
+	assert_null(ctx_named(&f->m, "web"));
+	assert_int_equal(f->r.n_tracked, 1);
+}
+
 /* Quiet for idle_threshold: the besteffort container is offloaded; the critical one never. */
 static void test_idle_offload_and_packet_wake(void **state)
 {
@@ -367,6 +438,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_contexts_follow_the_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_walk_keeps_contexts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_walk_and_sample_errors_drop_nothing, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_trims_stray_swapcache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
