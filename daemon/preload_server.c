@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -120,6 +121,15 @@ void pt_preload_server_default_opts(struct pt_preload_server_opts *opts)
 	opts->proc_root = "/proc";
 }
 
+unsigned int pt_preload_peers_for_fds(uint64_t nofile, unsigned int max_peers)
+{
+	uint64_t n = nofile / 4 / 2;	/* a quarter of the limit, two fds a peer */
+
+	if (n < 1)
+		n = 1;
+	return n < max_peers ? (unsigned int)n : max_peers;
+}
+
 /* mkdir -p of the socket's directory. */
 static int make_parent_dirs(const char *path)
 {
@@ -152,6 +162,7 @@ int pt_preload_server_open(struct pt_preload_server **out, const char *path,
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct pt_preload_server_opts defaults;
 	struct pt_preload_server *s;
+	struct rlimit rl;
 	struct stat st;
 	int err, probe;
 
@@ -187,6 +198,15 @@ int pt_preload_server_open(struct pt_preload_server **out, const char *path,
 	DEFAULT(max_records_per_drain);
 	DEFAULT(max_records_per_drain_per_cgroup);
 #undef DEFAULT
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    pt_preload_peers_for_fds(rl.rlim_cur, s->opts.max_peers) < s->opts.max_peers) {
+		unsigned int n = pt_preload_peers_for_fds(rl.rlim_cur, s->opts.max_peers);
+
+		pt_warn("preload: %llu descriptors (RLIMIT_NOFILE) leave room for %u preloaded "
+			"processes, not %u: raise LimitNOFILE (packaging/pagetierd.service) for more",
+			(unsigned long long)rl.rlim_cur, n, s->opts.max_peers);
+		s->opts.max_peers = n;
+	}
 	s->optin = optin;
 	s->optin_arg = optin_arg;
 	snprintf(s->path, sizeof(s->path), "%s", path);

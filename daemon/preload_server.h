@@ -169,6 +169,14 @@ struct pt_preload_server_opts {
 void pt_preload_server_default_opts(struct pt_preload_server_opts *opts);
 
 /*
+ * How many peers (a socket and a pidfd each) fit in a quarter of @nofile descriptors, at
+ * most @max_peers: the rest is for the daemon's other work (cgroup walks and samples, the
+ * pidfds of the processes it manages), which must never find the table full. Pure;
+ * pt_preload_server_open applies it to RLIMIT_NOFILE.
+ */
+unsigned int pt_preload_peers_for_fds(uint64_t nofile, unsigned int max_peers);
+
+/*
  * Listens on @path (NULL: PT_PRELOAD_SOCK_PATH), creating its directory (0755) and the
  * socket (0666: any container process may register; identity comes from the kernel).
  * @opts may be NULL. 0 or a negative errno.

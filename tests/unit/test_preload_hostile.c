@@ -1153,6 +1153,17 @@ static void test_out_of_fds(void **state)
 	ring_free(&r, RING_BYTES);
 }
 
+/* Peers take at most a quarter of the descriptor limit. */
+static void test_peers_for_fds(void **state)
+{
+	(void)state;
+	assert_int_equal(pt_preload_peers_for_fds(1024, 4096), 128);
+	assert_int_equal(pt_preload_peers_for_fds(524288, 4096), 4096);
+	assert_int_equal(pt_preload_peers_for_fds(RLIM_INFINITY, 4096), 4096);
+	assert_int_equal(pt_preload_peers_for_fds(3, 4096), 1);
+	assert_int_equal(pt_preload_peers_for_fds(40000, 16), 16);
+}
+
 /* The maps parser the foreign-memory check relies on. */
 static void test_maps_parse(void **state)
 {
@@ -1187,6 +1198,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_maps_parse),
+		cmocka_unit_test(test_peers_for_fds),
 		cmocka_unit_test_setup_teardown(test_garbage_and_malformed_hellos, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_impossible_ring_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring_fds_that_are_not_a_sealed_memfd, setup,
