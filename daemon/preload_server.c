@@ -76,7 +76,7 @@ struct pt_preload_server {
 	void *optin_arg;
 	struct peer **peers;
 	unsigned int npeers;
-	struct cg_acct **cgs;		/* at most one per peer: max_peers slots */
+	struct cg_acct **cgs;		/* at most one per peer: max_peers + 1 slots */
 	unsigned int ncgs;
 	unsigned int drain_next;	/* the peer the next drain starts at: each its turn first */
 	unsigned int npending;		/* peers not registered yet */
@@ -254,7 +254,8 @@ int pt_preload_server_open(struct pt_preload_server **out, const char *path,
 		goto fail;
 	}
 	s->peers = calloc(s->opts.max_peers, sizeof(*s->peers));
-	s->cgs = calloc(s->opts.max_peers, sizeof(*s->cgs));
+	/* One per peer, and one more: a full table's peer moving to a new cgroup at hello. */
+	s->cgs = calloc(s->opts.max_peers + 1, sizeof(*s->cgs));
 	if (!s->peers || !s->cgs) {
 		err = -ENOMEM;
 		goto fail;
@@ -284,7 +285,7 @@ static struct cg_acct *cg_get(struct pt_preload_server *s, char *path)
 		}
 	}
 	a = calloc(1, sizeof(*a));
-	if (!a || s->ncgs >= s->opts.max_peers) {	/* never: one per peer at most */
+	if (!a || s->ncgs > s->opts.max_peers) {	/* never: one per peer, one moving */
 		free(a);
 		free(path);
 		return NULL;
