@@ -1085,6 +1085,16 @@ void pt_preload_server_close(struct pt_preload_server *s)
 			(unsigned long long)s->st.throttled,
 			(unsigned long long)s->st.producer_dropped,
 			(unsigned long long)s->st.doorbells, (unsigned long long)s->st.trims);
+	if (s->st.refused || s->st.maps_reads || s->st.drain_cut)
+		pt_info("preload: limits: %llu connections refused (%llu for their cgroup's pending "
+			"slots), %llu registrations over a cgroup's cap, %llu identified by pidfd; "
+			"maps: %llu rereads, %llu KiB, %llu refused by budget; %llu drains cut short",
+			(unsigned long long)s->st.refused,
+			(unsigned long long)s->st.refused_pending_cgroup,
+			(unsigned long long)s->st.refused_cgroup_full,
+			(unsigned long long)s->st.by_pidfd, (unsigned long long)s->st.maps_reads,
+			(unsigned long long)(s->st.maps_bytes >> 10),
+			(unsigned long long)s->st.maps_denied, (unsigned long long)s->st.drain_cut);
 	free(s->peers);
 	free(s->cgs);
 	if (s->lsock >= 0) {
