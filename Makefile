@@ -4,6 +4,7 @@
 #   make         build pagetier.ko for every target kernel, pagetierd, pagetierctl, ...
 #   make test    unit tests (ASan+UBSan), then the VM suite on the 6.1 and 6.12 kernels
 #   make demo    the end-to-end scenario in a VM, with a report
+#   make bench-density  the density benchmark (bench/density/README.md; hours: QUICK=1)
 #   make lint    checkpatch.pl --strict on the module
 #   make install the daemon, pagetierctl, libpagetier.so, systemd unit (DESTDIR=...)
 #
@@ -29,7 +30,7 @@ LIBPTD_SAN      := $(B)/obj-san/libptd.a
 USER_LIBS       := -linih -lpthread
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit host-test vm-test faults demo lint install fuzz clean help
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit host-test vm-test faults demo lint install fuzz clean help bench-density density-smoke
 all: kmod bpf libpreload daemon tools kselftest
 
 help:
@@ -112,7 +113,9 @@ unit: $(UNIT_TESTS)
 	  echo "== $$t"; \
 	  ( cd tests/unit && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    timeout -k 5 300 $(CURDIR)/$$t ) || fail=1; \
-	done; [ $$fail = 0 ] || { echo "unit tests failed" >&2; exit 1; }
+	done; \
+	echo "== bench/density/test_density.py"; python3 bench/density/test_density.py || fail=1; \
+	[ $$fail = 0 ] || { echo "unit tests failed" >&2; exit 1; }
 
 # libFuzzer on the preload decoder (not part of make test: run it for as long as you like).
 fuzz: $(B)/fuzz/fuzz_preload_decode
@@ -126,7 +129,19 @@ $(B)/fuzz/fuzz_preload_decode: tests/fuzz/fuzz_preload_decode.c daemon/preload_d
 vm-test: all
 	@rc=0; tests/vm/harness_check.sh $(lastword $(KERNELS)) || rc=1; \
 	 tests/vm/run-suite.sh $(KERNELS) || rc=1; \
-	 tests/vm/faults/run.sh $(KERNELS) || rc=1; exit $$rc
+	 tests/vm/faults/run.sh $(KERNELS) || rc=1; \
+	 $(MAKE) --no-print-directory density-smoke || rc=1; exit $$rc
+
+# The density benchmark's harness end to end (swap and pagetier, N = 0 and 2, tiny data
+# sets), so that it cannot rot; its figures are not a result.
+density-smoke: all
+	@echo "==== density benchmark: smoke run (harness only) ===="; \
+	 SMOKE=1 bench/density/run.sh && \
+	 python3 bench/density/report.py build/bench/density-smoke --check >/dev/null && \
+	 echo "==== density smoke: ok"
+
+bench-density: all
+	@bench/density/run.sh
 
 faults: all
 	@tests/vm/faults/run.sh $(KERNELS)

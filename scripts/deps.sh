@@ -24,6 +24,7 @@ PKGS=(
 	kmod cpio busybox-static iproute2 procps util-linux mount e2fsprogs file xz-utils bc
 	sqlite3 redis-server redis-tools lua5.4 valgrind libclang-rt-14-dev
 	memcached nginx-light postgresql-15 postgresql-contrib zstd
+	python3-matplotlib
 )
 
 newest_kernel() { # $1 = regex over package names; prints the highest version

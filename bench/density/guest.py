@@ -1,0 +1,492 @@
+#!/usr/bin/env python3
+"""Density benchmark, one configuration, run inside the VM by bench/density/run.sh.
+
+A critical service (redis-server holding a quarter of the guest's RAM, and nginx serving
+files from ext4, in two containers) is driven by an open-loop client at a fixed rate, while
+noise containers (redis-server instances each caching large objects in its memory) are
+added two at a time and one noise client reads a random object from a random noise
+container every 150 ms (the same total noise load whatever their number). After each
+addition the critical service is measured for MEASURE_S.
+
+    guest.py CONFIG     CONFIG: noswap | swap | swap-low | senpai | damon | pagetier
+
+Environment: STEPS (noise counts, "2 4 ... 16"), MEASURE_S (40), SETTLE_S (30), RATE (40
+transactions/s), CRIT_MB (200), NOISE_MB (96), TIME_SCALE (4: every policy's time constants
+divided by it, so that minutes of steady state fit in a step), MAX_S (budget per run),
+PROFILE (a label for the results: unthrottled or cloud; the throttling is QEMU's).
+The drives are found by serial (pagetier-nvme for swap or the tier, pagetier-data for
+nginx's ext4); on a real host, DENSITY_SWAP_DEV and DENSITY_DATA_DEV name them instead
+(both are overwritten).
+
+The sweep stops at the first N where the critical p99 exceeds 10x its solo figure, its
+throughput falls below half the offered rate, a critical server is gone, anything was
+OOM-killed or a noise request failed. Writes $PT_OUT/density-CONFIG.json, one line a step.
+"""
+import http.client
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
+import e2elib  # noqa: E402
+from e2elib import BIN, CG, MIB, Tap, run, status_json, wait_for  # noqa: E402
+from openloop import OpenLoop, Zipf, summarize  # noqa: E402
+from senpai import SenpaiCgroup  # noqa: E402
+from servers import Resp, in_cgroup, wait_port  # noqa: E402
+
+PARENT = "pt-density"
+CRIT = ("crit-db", "crit-web")
+CRIT_VALUE = 4000		# bytes: one 4 KiB jemalloc size class per value
+WEB_FILES, WEB_FILE_SIZE = 2000, 16 << 10
+NOISE_CLIENT_SLEEP = 0.150
+
+# SET prefix..i to value(prefix, i, size) for i in [first, last], inside the server: a
+# data set of hundreds of MiB loads in seconds under TCG instead of minutes over a socket.
+LOAD_LUA = """
+local first, last, prefix, size = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+for i = first, last do
+  local pat = string.format('%08d;', (i * 2654435761) % 100000000)
+  local v = prefix .. i .. ':' .. string.rep(pat, math.floor(size / 9) + 1)
+  redis.call('SET', prefix .. i, string.sub(v, 1, size))
+end
+return last - first + 1
+"""
+
+
+def value(prefix, i, size):
+    """What LOAD_LUA stores (and the web files hold): names its item, no page of zeros."""
+    pat = b"%08d;" % ((i * 2654435761) % 100000000)
+    return (b"%s%d:" % (prefix, i) + pat * (size // 9 + 1))[:size]
+
+
+def env_int(name, default):
+    return int(os.environ.get(name, default))
+
+
+def log(msg):
+    print(f"# [{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def cg(name):
+    return os.path.join(CG, PARENT, name)
+
+
+def cg_u64(name, f):
+    return e2elib.cg_u64(name, f, PARENT)
+
+
+def meminfo():
+    out = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            k, v = line.split(":")
+            out[k] = int(v.split()[0]) * 1024
+    return out
+
+
+def vmstat():
+    with open("/proc/vmstat") as f:
+        return {k: int(v) for k, v in (line.split() for line in f)}
+
+
+def stall_us(name):
+    with open(os.path.join(cg(name), "memory.pressure")) as f:
+        return int(f.readline().split("total=")[1])
+
+
+class RedisServer:
+    """redis-server from the Debian package in its container: the package's defaults but
+    the port, and no snapshots (--save ""): a cache, and a snapshot's fork would double its
+    memory in the middle of a measurement."""
+
+    def __init__(self, name, port, work):
+        self.name, self.port = name, port
+        self.dir = os.path.join(work, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.proc = in_cgroup(cg(name), ["redis-server", "--port", str(port), "--dir", self.dir,
+                                         "--save", ""])
+        if not wait_port(port):
+            raise RuntimeError(f"{name}: redis-server did not start")
+        self.conn = Resp(port)
+        self.sha = self.conn.cmd("SCRIPT", "LOAD", LOAD_LUA).decode()
+
+    def load(self, prefix, sizes):
+        """sizes: [(count, bytes)]; items numbered on across the groups."""
+        i = 0
+        for count, size in sizes:
+            per = max(1, (4 << 20) // size)
+            for first in range(i, i + count, per):
+                last = min(i + count, first + per) - 1
+                self.conn.cmd("EVALSHA", self.sha, 0, first, last, prefix, size)
+            i += count
+
+    def alive(self):
+        return self.proc.poll() is None
+
+
+class NginxServer:
+    """nginx (Debian's defaults: sendfile, worker_processes auto) serving WEB_FILES files
+    from ext4 on the data drive; its page cache is its container's."""
+
+    def __init__(self, name, port, work, root):
+        self.name, self.port, self.root = name, port, root
+        conf = os.path.join(work, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("worker_processes auto;\n"
+                    f"pid {work}/nginx.pid;\nerror_log {work}/nginx-error.log;\n"
+                    "events { worker_connections 768; }\n"
+                    "http {\n  sendfile on;\n  tcp_nopush on;\n"
+                    "  types { application/octet-stream bin; }\n"
+                    f"  access_log off;\n  server {{ listen 127.0.0.1:{port}; root {root}; }}\n"
+                    "}\n")
+        for j in range(WEB_FILES):
+            with open(os.path.join(root, f"f{j}.bin"), "wb") as f:
+                f.write(value(b"f", j, WEB_FILE_SIZE))
+        run(["sync"])
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1")	# read back by nginx: charged to its container
+        self.proc = in_cgroup(cg(name), ["nginx", "-c", conf, "-g", "daemon off;"])
+        if not wait_port(port):
+            raise RuntimeError("nginx did not start")
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        for j in range(WEB_FILES):
+            c.request("GET", f"/f{j}.bin")
+            if c.getresponse().read() != value(b"f", j, WEB_FILE_SIZE):
+                raise RuntimeError(f"nginx: f{j}.bin wrong")
+        c.close()
+
+    def alive(self):
+        return self.proc.poll() is None
+
+
+def noise_sizes(noise_mb):
+    """The study's image mix (500 small, 100 medium, 80 large), scaled to noise_mb; sizes
+    just under jemalloc's large classes (64K, 256K, 640K)."""
+    base = 600 * 65000 + 120 * 260000 + 44 * 650000		# ~96 MiB
+    k = noise_mb * MIB / base
+    return [(max(1, round(600 * k)), 65000), (max(1, round(120 * k)), 260000),
+            (max(1, round(44 * k)), 650000)]
+
+
+class NoiseClient(threading.Thread):
+    """One client: a random noise container, a random object of it, then 150 ms of sleep."""
+
+    def __init__(self, sizes):
+        super().__init__(daemon=True)
+        self.servers, self.conns = [], {}
+        self.index = [(i, size) for i, size in enumerate(s for n, s in sizes for _ in range(n))]
+        self.stop_ev = threading.Event()
+        self.lat, self.failed = [], 0
+        self.rng = random.Random(7)
+
+    def run(self):
+        while not self.stop_ev.is_set():
+            if self.servers:
+                srv = self.rng.choice(self.servers)
+                i, size = self.rng.choice(self.index)
+                t = time.monotonic()
+                try:
+                    c = self.conns.get(srv.port) or Resp(srv.port)
+                    self.conns[srv.port] = c
+                    v = c.cmd("GET", f"o:{i}")
+                    ok = v is not None and len(v) == size and v.startswith(b"o:%d:" % i)
+                except (OSError, RuntimeError):
+                    self.conns.pop(srv.port, None)
+                    ok = False
+                if ok:
+                    self.lat.append(time.monotonic() - t)
+                else:
+                    self.failed += 1
+            self.stop_ev.wait(NOISE_CLIENT_SLEEP)
+
+    def take(self):
+        lat, failed = self.lat, self.failed
+        self.lat, self.failed = [], 0
+        return lat, failed
+
+
+class Senpais(threading.Thread):
+    """Senpai on every noise container (as the study's peers run it: on the cgroups that
+    may give memory back), ticking TIME_SCALE times a second."""
+
+    def __init__(self, conf, tick_s):
+        super().__init__(daemon=True)
+        self.conf, self.tick_s, self.cgs = conf, tick_s, []
+        self.lock = threading.Lock()
+
+    def add(self, name):
+        with self.lock:
+            self.cgs.append(SenpaiCgroup(cg(name), self.conf))
+
+    def run(self):
+        while True:
+            time.sleep(self.tick_s)
+            with self.lock:
+                for c in self.cgs:
+                    try:
+                        c.tick()
+                    except OSError:
+                        pass
+
+
+def nvme_by_serial(serial):
+    for ctrl in sorted(os.listdir("/sys/class/nvme")):
+        with open(f"/sys/class/nvme/{ctrl}/serial") as f:
+            if f.read().strip() == serial:
+                return f"/dev/{ctrl}n1"
+    raise RuntimeError(f"no NVMe drive with serial {serial}")
+
+
+def setup_drives(config, tap, work):
+    """The swap drive (or the tier's backing) and the data drive, ext4 for nginx's files."""
+    swap = os.environ.get("DENSITY_SWAP_DEV") or nvme_by_serial("pagetier-nvme")
+    data = os.environ.get("DENSITY_DATA_DEV") or nvme_by_serial("pagetier-data")
+    run(["mkfs.ext4", "-q", data], check=True)
+    root = os.path.join(work, "www")
+    os.makedirs(root)
+    run(["mount", data, root], check=True)
+    os.chmod(root, 0o755)
+    if config == "pagetier":
+        return e2elib.create_tier(tap, swap), root, swap
+    if config == "noswap":
+        return None, root, swap
+    run(["mkswap", swap], check=True)
+    run(["swapon", swap], check=True)
+    return swap, root, swap
+
+
+def start_pagetierd(work, scale):
+    conf = os.path.join(work, "etc")
+    os.makedirs(os.path.join(conf, "containers.d"))
+    with open(os.path.join(conf, "pagetierd.conf"), "w") as f:
+        # free_watermark: an eighth of the guest's RAM kept available, by offloading the
+        # host's coldest chunks before the kernel has to reclaim.
+        f.write(f"[daemon]\nruntime_dir = {conf}/run\npoll_interval = 200ms\n"
+                f"free_watermark = {meminfo()['MemTotal'] // 8 // MIB}M\n")
+    with open(os.path.join(conf, "containers.d", "density.conf"), "w") as f:
+        for c in CRIT:
+            f.write(f"[{c}]\nmatch_cgroup = /{PARENT}/{c}\nclass = critical\n\n")
+        f.write(f"[noise]\nmatch_cgroup = /{PARENT}/noise-*\n"
+                f"cold_after = {120 // scale}s\n")
+    e2elib.fix_perms(conf)
+    d = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
+                         stdout=open(os.path.join(work, "pagetierd.log"), "w"),
+                         stderr=subprocess.STDOUT)
+    runtime = os.path.join(conf, "run")
+    if not wait_for(lambda: status_json(runtime) is not None, 20):
+        raise RuntimeError("pagetierd did not start")
+    return d, runtime
+
+
+# DAMON_RECLAIM as a careful operator of this host would set it (bench/density/README.md):
+# its defaults (10 ms and 128 MiB of reclaim a second, regions not accessed for min_age),
+# but min_age scaled like every policy's time constants, and watermarks that keep it
+# working on a host that is full: the defaults (per mille of free memory: high 500, mid
+# 400, low 200) turn it off below 20% free, which a dense host always is.
+DAMON_RECLAIM = {"wmarks_high": 300, "wmarks_mid": 200, "wmarks_low": 5}
+
+
+def start_damon_reclaim(scale):
+    p = "/sys/module/damon_reclaim/parameters"
+    if not os.path.isdir(p):
+        raise RuntimeError("this kernel has no DAMON_RECLAIM")
+    params = dict(DAMON_RECLAIM, min_age=120_000_000 // scale)
+    for k, v in params.items():
+        with open(os.path.join(p, k), "w") as f:
+            f.write(str(v))
+    with open(os.path.join(p, "enabled"), "w") as f:
+        f.write("Y")
+    return p, params
+
+
+def damon_stats(p):
+    out = {}
+    for k in ("kdamond_pid", "nr_reclaimed_regions", "bytes_reclaimed_regions"):
+        try:
+            with open(os.path.join(p, k)) as f:
+                out[k] = int(f.read())
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def sectors_written(dev):
+    """Sectors written to block device @dev (/dev/X) since boot: the drive's wear."""
+    with open(f"/sys/block/{os.path.basename(dev)}/stat") as f:
+        return int(f.read().split()[6])
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main():
+    config = sys.argv[1]
+    steps = [int(x) for x in os.environ.get("STEPS", "2 4 6 8 10 12 14 16").split()]
+    measure_s, settle_s = env_int("MEASURE_S", 40), env_int("SETTLE_S", 30)
+    rate, scale = env_int("RATE", 40), env_int("TIME_SCALE", 4)
+    crit_mb, noise_mb, max_s = env_int("CRIT_MB", 200), env_int("NOISE_MB", 96), env_int("MAX_S", 900)
+    profile = os.environ.get("PROFILE", "unthrottled")
+    out_path = os.path.join(os.environ.get("PT_OUT", "/tmp"), f"density-{config}.json")
+    tap = Tap()
+    t_begin = time.monotonic()
+    work = tempfile.mkdtemp(prefix="pt-density-")
+    os.chmod(work, 0o755)	# nginx's workers run as nobody
+    with open("/sys/kernel/mm/lru_gen/enabled") as f:
+        lru_gen = f.read().strip()
+    log(f"{config} ({profile}): kernel {os.uname().release}, MGLRU {lru_gen}, "
+        f"{meminfo()['MemTotal'] // MIB} MiB RAM")
+    swapdev, www, backing = setup_drives(config, tap, work)
+    e2elib.setup_cgroups(PARENT, list(CRIT))
+    daemon = runtime = damon = senpais = None
+    damon_params = None
+    if config == "pagetier":
+        daemon, runtime = start_pagetierd(work, scale)
+    elif config == "damon":
+        damon, damon_params = start_damon_reclaim(scale)
+    elif config == "senpai":
+        senpais = Senpais({"interval": 6, "pressure_us": 10_000 // scale,
+                           "min_size": 8 << 20}, 1.0 / scale)
+        senpais.start()
+    elif config not in ("noswap", "swap", "swap-low"):
+        tap.bail(f"unknown configuration {config}")
+
+    db = RedisServer("crit-db", 6400, work)
+    n_crit = crit_mb * MIB // CRIT_VALUE
+    db.load(b"c:", [(n_crit, CRIT_VALUE)])
+    web = NginxServer("crit-web", 8090, work, www)
+    if config == "swap-low":
+        for c in CRIT:
+            with open(os.path.join(cg(c), "memory.low"), "w") as f:
+                f.write("max")
+    log(f"critical service up: crit-db {cg_u64('crit-db', 'memory.current') // MIB} MiB, "
+        f"crit-web {cg_u64('crit-web', 'memory.current') // MIB} MiB")
+
+    keys_db, keys_web = Zipf(n_crit, seed=11), Zipf(WEB_FILES, seed=12)
+
+    def make_state():
+        return Resp(6400), http.client.HTTPConnection("127.0.0.1", 8090, timeout=60)
+
+    def transaction(state, item):
+        r, h = state
+        k, j = item
+        if r.cmd("GET", b"c:%d" % k) != value(b"c:", k, CRIT_VALUE):
+            return False
+        h.request("GET", f"/f{j}.bin")
+        return h.getresponse().read() == value(b"f", j, WEB_FILE_SIZE)
+
+    client = OpenLoop(make_state, transaction, lambda: (keys_db.next(), keys_web.next()), rate)
+    sizes = noise_sizes(noise_mb)
+    noise = NoiseClient(sizes)
+    noise.start()
+    servers = []
+    results = {"config": config, "profile": profile, "kernel": os.uname().release,
+               "lru_gen": lru_gen, "ram_MiB": meminfo()["MemTotal"] // MIB, "rate": rate,
+               "measure_s": measure_s, "settle_s": settle_s, "time_scale": scale,
+               "crit_MiB": crit_mb, "noise_MiB": noise_mb, "noise_sizes": sizes,
+               "damon_reclaim": damon_params, "steps": []}
+    sectors0 = sectors_written(backing)
+    step_times = []
+
+    def measure(n):
+        vm0, st0 = vmstat(), {c: stall_us(c) for c in CRIT}
+        noise.take()
+        res = client.run(measure_s)
+        vm1, mi = vmstat(), meminfo()
+        nlat, nfail = noise.take()
+        nsum = summarize(nlat, nfail, measure_s, 1 / NOISE_CLIENT_SLEEP)
+        alive = [s.name for s in servers if s.alive()]
+        names = list(CRIT) + [s.name for s in servers if os.path.isdir(cg(s.name))]
+        step = {"noise": n, "crit": {k: v for k, v in res.items() if k != "latencies_ms"},
+                "crit_latencies_ms": res["latencies_ms"],
+                "noise_client": nsum, "noise_alive": len(alive),
+                "crit_alive": db.alive() and web.alive(),
+                "crit_stall_ms": {c: (stall_us(c) - st0[c]) // 1000 for c in CRIT},
+                "crit_MiB": {c: cg_u64(c, "memory.current") // MIB for c in CRIT},
+                "noise_resident_MiB": sum(cg_u64(x, "memory.current") for x in names
+                                          if x not in CRIT) // MIB,
+                "swapped_MiB": sum(cg_u64(x, "memory.swap.current") for x in names) // MIB,
+                "mem_available_MiB": mi["MemAvailable"] // MIB,
+                "swap_used_MiB": (mi["SwapTotal"] - mi["SwapFree"]) // MIB,
+                "device_written_MiB": (sectors_written(backing) - sectors0) * 512 // MIB,
+                "pswpin": vm1.get("pswpin", 0) - vm0.get("pswpin", 0),
+                "pswpout": vm1.get("pswpout", 0) - vm0.get("pswpout", 0),
+                "oom_kill": vm1.get("oom_kill", 0),
+                "elapsed_s": round(time.monotonic() - t_begin)}
+        if daemon:
+            step["on_tier_MiB"] = sum(e2elib.tier_bytes_by_cgroup().values()) // MIB
+            step["pagetierd_cpu_s"] = round(cpu_seconds(daemon.pid), 2)
+        if damon:
+            step["damon"] = damon_stats(damon)
+        results["steps"].append(step)
+        c, nc = step["crit"], step["noise_client"]
+        step_times.append(time.monotonic())
+        per = ((step_times[-1] - step_times[0]) / (len(step_times) - 1)
+               if len(step_times) > 1 else 0)
+        left = sum(1 for x in steps if x > n)
+        log(f"{config} N={n:2d}: {c['throughput_per_s']:.1f}/{rate} tx/s, p50 {c['p50_ms']} "
+            f"p95 {c['p95_ms']} p99 {c['p99_ms']} max {c['max_ms']} ms, failed {c['failed']}; "
+            f"noise {step['noise_alive']}/{n} alive, p99 {nc['p99_ms']} ms, "
+            f"{nc['failed']} errors, {step['noise_resident_MiB']} MiB resident, "
+            f"{step['swapped_MiB']} MiB swapped; written {step['device_written_MiB']} MiB; "
+            f"elapsed {step['elapsed_s']} s" + (f", about {per * left:.0f} s left" if per else ""))
+        with open(out_path, "w") as f:
+            json.dump(results, f)
+        return step
+
+    solo = measure(0)["crit"]
+    oom0 = results["steps"][0]["oom_kill"]
+    for n in steps:
+        while len(servers) < n:
+            name = f"noise-{len(servers) + 1}"
+            os.makedirs(cg(name), exist_ok=True)
+            s = RedisServer(name, 7001 + len(servers), work)
+            s.load(b"o:", sizes)
+            servers.append(s)
+            noise.servers.append(s)
+            if senpais:
+                senpais.add(name)
+        time.sleep(settle_s)
+        step = measure(n)
+        c = step["crit"]
+        why = None
+        if not step["crit_alive"]:
+            why = "a critical server is gone"
+        elif step["oom_kill"] > oom0:
+            why = f"{step['oom_kill'] - oom0} processes OOM-killed"
+        elif step["noise_alive"] < n or step["noise_client"]["failed"]:
+            why = f"noise requests failed ({step['noise_client']['failed']})"
+        elif c["throughput_per_s"] < rate / 2:
+            why = "critical throughput below half the offered rate"
+        elif c["p99_ms"] is None or c["p99_ms"] > 10 * solo["p99_ms"]:
+            why = f"critical p99 {c['p99_ms']} ms, over 10x solo ({solo['p99_ms']} ms)"
+        elif time.monotonic() - t_begin > max_s:
+            why = f"the time budget of {max_s} s is spent"
+        if why:
+            results["stopped"] = f"N={n}: {why}"
+            log(f"{config}: stopping at N={n}: {why}")
+            break
+    if runtime:
+        # Every container's figures (a policy with a glob matches many cgroups).
+        r = e2elib.ctl("--json", "status", runtime=runtime)
+        results["pagetierd_status"] = json.loads(r.stdout) if r.returncode == 0 else None
+    with open(out_path, "w") as f:
+        json.dump(results, f)
+    noise.stop_ev.set()
+    if daemon:
+        daemon.terminate()
+        daemon.wait(30)
+    log(f"{config}: done in {time.monotonic() - t_begin:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

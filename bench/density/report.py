@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""The density benchmark's report, from every density-KERNEL-PROFILE-CONFIG.json in DIR:
+density.csv (every point), density.md (the tables) and density.png (the plot, in the
+manner of the study's Figure 1: critical throughput and p99 against N, one line per
+configuration, the SLO band shaded; one row of panels per kernel and device profile).
+
+    report.py DIR [--check]      --check: exit 1 unless every run has its solo point and
+                                 one point with noise (make test's smoke run)
+
+Density at SLO (issue 10's definition): the largest N such that at every N up to it the
+critical p99 stays within SLO_P99 (110%) of its solo figure (N = 0, same run) and its
+throughput within SLO_THROUGHPUT (95%) of solo, every noise request succeeding.
+"""
+import csv
+import glob
+import json
+import os
+import sys
+
+SLO_P99 = 1.10
+SLO_THROUGHPUT = 0.95
+ORDER = ["noswap", "swap", "swap-low", "senpai", "damon", "pagetier"]
+FIELDS = ["kernel", "profile", "config", "noise", "throughput_per_s", "offered_per_s", "failed",
+          "min_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "within_slo", "noise_p50_ms",
+          "noise_p99_ms", "noise_errors", "crit_stall_ms", "noise_resident_MiB",
+          "swapped_MiB", "on_tier_MiB", "device_written_MiB", "pagetierd_cpu_s",
+          "mem_available_MiB", "oom_kill"]
+
+
+def within_slo(step, solo):
+    c, s = step["crit"], solo["crit"]
+    return bool(step["crit_alive"] and c["p99_ms"] is not None and s["p99_ms"] and
+                c["p99_ms"] <= SLO_P99 * s["p99_ms"] and
+                c["throughput_per_s"] >= SLO_THROUGHPUT * s["throughput_per_s"] and
+                not step.get("noise_client", {}).get("failed") and
+                step.get("noise_alive", step["noise"]) >= step["noise"])
+
+
+def density(steps):
+    """The density at SLO of one run's steps (None without a solo point)."""
+    if not steps or steps[0]["noise"] != 0:
+        return None
+    best = 0
+    for s in steps[1:]:
+        if not within_slo(s, steps[0]):
+            break
+        best = s["noise"]
+    return best
+
+
+def load(d):
+    runs = []
+    for p in glob.glob(os.path.join(d, "density-*.json")):
+        with open(p) as f:
+            r = json.load(f)
+        r.setdefault("profile", "unthrottled")
+        runs.append(r)
+    key = (lambda r: (r["kernel"], r["profile"] != "unthrottled",
+                      ORDER.index(r["config"]) if r["config"] in ORDER else 99))
+    return sorted(runs, key=key)
+
+
+def rows(runs):
+    for r in runs:
+        solo = r["steps"][0] if r["steps"] and r["steps"][0]["noise"] == 0 else None
+        for s in r["steps"]:
+            c, nc = s["crit"], s.get("noise_client", {})
+            yield {"kernel": r["kernel"], "profile": r["profile"], "config": r["config"],
+                   "noise": s["noise"],
+                   **{k: c.get(k) for k in ("throughput_per_s", "offered_per_s", "failed",
+                                            "min_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")},
+                   "within_slo": within_slo(s, solo) if solo else None,
+                   "noise_p50_ms": nc.get("p50_ms"), "noise_p99_ms": nc.get("p99_ms"),
+                   "noise_errors": nc.get("failed"),
+                   "crit_stall_ms": sum(s["crit_stall_ms"].values()),
+                   **{k: s.get(k) for k in ("noise_resident_MiB", "swapped_MiB", "on_tier_MiB",
+                                            "device_written_MiB", "pagetierd_cpu_s",
+                                            "mem_available_MiB", "oom_kill")}}
+
+
+def markdown(runs):
+    out = []
+    r0 = runs[0]
+    out.append(f"{r0['ram_MiB']} MiB guest; critical service {r0['crit_MiB']} MiB (redis) + "
+               f"nginx at {r0['rate']} tx/s open loop; noise containers of {r0['noise_MiB']} MiB; "
+               f"{r0['settle_s']} s settle + {r0['measure_s']} s measured per N; time "
+               f"constants / {r0['time_scale']}. SLO: p99 within {SLO_P99:.0%} and throughput "
+               f"within {SLO_THROUGHPUT:.0%} of solo, no noise error.\n")
+    out.append("| kernel | profile | configuration | density at SLO (N) | solo p99 ms | "
+               "last N run | why it stopped |")
+    out.append("|---|---|---|---|---|---|---|")
+    for r in runs:
+        solo = r["steps"][0]["crit"]["p99_ms"] if r["steps"] else None
+        last = r["steps"][-1]["noise"] if r["steps"] else None
+        out.append(f"| {r['kernel']} | {r['profile']} | {r['config']} | {density(r['steps'])} | "
+                   f"{solo} | {last} | {r.get('stopped', 'end of the sweep')} |")
+    out.append("")
+    out.append("| kernel | profile | configuration | N | tx/s | p50 | p95 | p99 | max (ms) | "
+               "in SLO | noise p99 ms / errors | noise resident MiB | swapped MiB | "
+               "written MiB | pagetierd CPU s |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for w in rows(runs):
+        out.append("| {kernel} | {profile} | {config} | {noise} | {throughput_per_s} | {p50_ms} | "
+                   "{p95_ms} | {p99_ms} | {max_ms} | {slo} | {noise_p99_ms} / {noise_errors} | "
+                   "{noise_resident_MiB} | {swapped_MiB} | {device_written_MiB} | "
+                   "{cpu} |".format(slo="yes" if w["within_slo"] else "no",
+                                    cpu=w["pagetierd_cpu_s"] if w["pagetierd_cpu_s"] is not None
+                                    else "", **w))
+    return "\n".join(out) + "\n"
+
+
+def plot(runs, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report: matplotlib missing (Debian: python3-matplotlib): no plot",
+              file=sys.stderr)
+        return
+    groups = {}
+    for r in runs:
+        groups.setdefault((r["kernel"], r["profile"]), []).append(r)
+    fig, axes = plt.subplots(len(groups), 2, figsize=(12, 4.2 * len(groups)), squeeze=False)
+    for row, ((kv, prof), rs) in enumerate(groups.items()):
+        ax_t, ax_p = axes[row]
+        for r in rs:
+            st = r["steps"]
+            if not st or st[0]["noise"] != 0:
+                continue
+            xs = [s["noise"] for s in st]
+            solo = st[0]["crit"]
+            # Relative to the run's own solo figures: the SLO band is the same for all.
+            ax_t.plot(xs, [s["crit"]["throughput_per_s"] / solo["throughput_per_s"] for s in st],
+                      "o-", label=f"{r['config']} (density {density(st)})")
+            ax_p.plot(xs, [(s["crit"]["p99_ms"] or 0) / solo["p99_ms"] for s in st], "o-",
+                      label=r["config"])
+        ax_t.axhspan(SLO_THROUGHPUT, 1.2, color="green", alpha=0.08, label="SLO")
+        ax_p.axhspan(0, SLO_P99, color="green", alpha=0.08, label="SLO")
+        ax_t.set_ylim(0, 1.2)
+        ax_p.set_yscale("log")
+        ax_t.set_title(f"critical throughput / solo — {kv}, {prof}")
+        ax_p.set_title(f"critical p99 / solo — {kv}, {prof}")
+        for ax in (ax_t, ax_p):
+            ax.set_xlabel("noise containers (N)")
+            ax.grid(True, alpha=0.3)
+        ax_t.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main():
+    d = sys.argv[1]
+    runs = load(d)
+    if not runs:
+        sys.exit(f"report: no density-*.json in {d}")
+    with open(os.path.join(d, "density.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        for row in rows(runs):
+            w.writerow(row)
+    md = markdown(runs)
+    with open(os.path.join(d, "density.md"), "w") as f:
+        f.write(md)
+    plot(runs, os.path.join(d, "density.png"))
+    print(md)
+    print(f"report: {d}/density.csv, density.md, density.png")
+    if "--check" in sys.argv:
+        bad = [r["config"] for r in runs
+               if len(r["steps"]) < 2 or r["steps"][0]["noise"] != 0 or
+               not r["steps"][1]["crit"]["completed"]]
+        if bad:
+            sys.exit(f"report: runs without a solo point and a point with noise: {bad}")
+
+
+if __name__ == "__main__":
+    main()
