@@ -131,10 +131,12 @@ def plot(runs, path):
             xs = [s["noise"] for s in st]
             solo = st[0]["crit"]
             # Relative to the run's own solo figures: the SLO band is the same for all.
+            # One colour per configuration in every panel.
+            color = f"C{ORDER.index(r['config']) if r['config'] in ORDER else len(ORDER)}"
             ax_t.plot(xs, [s["crit"]["throughput_per_s"] / solo["throughput_per_s"] for s in st],
-                      "o-", label=f"{r['config']} (density {density(st)})")
+                      "o-", color=color, label=f"{r['config']} (density {density(st)})")
             ax_p.plot(xs, [(s["crit"]["p99_ms"] or 0) / solo["p99_ms"] for s in st], "o-",
-                      label=r["config"])
+                      color=color, label=r["config"])
         ax_t.axhspan(SLO_THROUGHPUT, 1.2, color="green", alpha=0.08, label="SLO")
         ax_p.axhspan(0, SLO_P99, color="green", alpha=0.08, label="SLO")
         ax_t.set_ylim(0, 1.2)
