@@ -1,0 +1,78 @@
+#!/bin/bash
+# Builds the debug guest kernel of make test-debug: Debian's 6.12 source (linux-source-6.12),
+# configured as Debian configures it (/boot/config-KV of the 6.12 image make deps installed),
+# cut down to the modules the test guests load (make localmodconfig with the list in
+# tests/vm/debug-kernel.lsmod), with the kernel's checkers on: KASAN, lockdep
+# (PROVE_LOCKING), DEBUG_ATOMIC_SLEEP, KMEMLEAK, and fault injection (FAILSLAB,
+# FAIL_MAKE_REQUEST). Then pagetier.ko against it. Cached under build/debug-kernel/: a
+# second run with the same source, config inputs and module sources only checks.
+#
+#   tests/vm/debug-kernel.sh       prints the kernel's directory on its last line
+#
+# The build is niced: it yields the CPU to a guest running meanwhile.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=$top/build/debug-kernel
+log() { printf 'debug-kernel: %s\n' "$*" >&2; }
+die() { printf 'debug-kernel: error: %s\n' "$*" >&2; exit 1; }
+
+tarball=$(ls /usr/src/linux-source-6.12*.tar.xz 2>/dev/null | sort -V | tail -1)
+[ -n "$tarball" ] || die "no /usr/src/linux-source-6.12*.tar.xz: run make deps"
+kv612=$(grep -E '^6\.12\.' "$top/build/kernels.txt" | tail -1)
+[ -n "$kv612" ] || die "no 6.12 kernel in build/kernels.txt: run make deps"
+base=/boot/config-$kv612
+[ -f "$base" ] || die "$base missing: run make deps"
+src=$out/$(basename "$tarball" .tar.xz)
+
+# The checkers, and what the suite needs that a module list cannot say.
+debug_opts=(
+	--enable KASAN --enable KASAN_GENERIC --enable KASAN_INLINE
+	--enable PROVE_LOCKING --enable DEBUG_ATOMIC_SLEEP --enable DEBUG_LOCKDEP
+	--enable DEBUG_KMEMLEAK --set-val DEBUG_KMEMLEAK_MEM_POOL_SIZE 16000
+	--disable DEBUG_KMEMLEAK_DEFAULT_OFF
+	--enable FAULT_INJECTION --enable FAILSLAB --enable FAIL_MAKE_REQUEST
+	--enable FAULT_INJECTION_DEBUG_FS --enable DEBUG_FS
+	--enable DEBUG_VM --enable DEBUG_LIST
+	# Smaller and faster to build: no debug info beyond what BTF needs.
+	--enable DEBUG_INFO_BTF --enable DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT
+	--disable DEBUG_INFO_REDUCED --disable DEBUG_INFO_SPLIT
+	--disable MODULE_SIG --disable MODULE_SIG_ALL --set-str MODULE_SIG_KEY ""
+	--set-str SYSTEM_TRUSTED_KEYS "" --set-str SYSTEM_REVOCATION_KEYS ""
+	--set-str LOCALVERSION "-pagetier-debug"
+)
+stamp_in=$( { sha256sum "$tarball" "$base" "$top/tests/vm/debug-kernel.lsmod" "$0"; } | sha256sum)
+
+if [ ! -f "$out/stamp" ] || [ "$(cat "$out/stamp")" != "$stamp_in" ] ||
+   [ ! -f "$src/arch/x86/boot/bzImage" ]; then
+	mkdir -p "$out"
+	if [ ! -d "$src" ]; then
+		log "extracting $tarball"
+		tar -C "$out" -xJf "$tarball"
+	fi
+	command -v pahole >/dev/null || die "pahole missing (dwarves): run make deps"
+	log "configuring from $base, modules of tests/vm/debug-kernel.lsmod, checkers on"
+	cp "$base" "$src/.config"
+	# New options take their defaults (yes ends with SIGPIPE: not a failure here).
+	(cd "$src" && set +o pipefail && yes '' |
+		make -s LSMOD="$top/tests/vm/debug-kernel.lsmod" localmodconfig >/dev/null 2>&1)
+	(cd "$src" && scripts/config "${debug_opts[@]}" && make -s olddefconfig >/dev/null)
+	for opt in KASAN PROVE_LOCKING DEBUG_ATOMIC_SLEEP DEBUG_KMEMLEAK FAILSLAB FAIL_MAKE_REQUEST \
+		DEBUG_INFO_BTF MEMCG BLK_DEV_NVME; do
+		grep -qE "^CONFIG_$opt=(y|m)" "$src/.config" || die "CONFIG_$opt did not stay on"
+	done
+	log "building (nice 19, $(nproc) jobs; about 40 minutes on a 2-core machine)"
+	t0=$SECONDS
+	(cd "$src" && nice -n 19 make -s -j"$(nproc)" bzImage modules >"$out/build.log" 2>&1) ||
+		{ tail -30 "$out/build.log" >&2; die "kernel build failed (build/debug-kernel/build.log)"; }
+	log "built in $(( (SECONDS - t0) / 60 )) min $(( (SECONDS - t0) % 60 )) s"
+	echo "$(( SECONDS - t0 ))" >"$out/build-seconds"
+	echo "$stamp_in" >"$out/stamp"
+fi
+
+# pagetier.ko for the debug kernel, from the current sources.
+mkdir -p "$out/kmod"
+rm -rf "$out/kmod/src" && cp -r "$top/kmod" "$out/kmod/src"
+nice -n 19 make -s -C "$src" M="$out/kmod/src" modules >"$out/kmod/build.log" 2>&1 ||
+	{ cat "$out/kmod/build.log" >&2; die "pagetier.ko does not build against the debug kernel"; }
+cp "$out/kmod/src/pagetier.ko" "$out/kmod/pagetier.ko"
+echo "$src"
