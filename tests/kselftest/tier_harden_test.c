@@ -80,7 +80,22 @@ FIXTURE_TEARDOWN(harden)
 	if (self->created)
 		EXPECT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
 	if (self->dm_name[0]) {
-		snprintf(cmd, sizeof(cmd), "dmsetup remove --retry %s", self->dm_name);
+		/*
+		 * udev probes a new device (blkid), and on the delay device each of its reads
+		 * takes DELAY_MS: the probe may still hold it open. A linear table in its place
+		 * (the suspend of the reload flushes dm-delay's queue at once) lets it finish;
+		 * then wait for the last opener. A device still open after that is removed when
+		 * it closes (--deferred), so that the backing device is free for the next tests
+		 * whatever happened here.
+		 */
+		snprintf(cmd, sizeof(cmd),
+			 "echo '0 %llu linear %s 0' | dmsetup reload %s && dmsetup resume %s; "
+			 "udevadm settle -t 30 2>/dev/null; "
+			 "for i in $(seq 60); do "
+			 "[ \"$(dmsetup info -c --noheadings -o open %s)\" = 0 ] && break; sleep 0.5; "
+			 "done; dmsetup remove --retry %s || dmsetup remove --deferred %s",
+			 DM_SECTORS, tu_backing(), self->dm_name, self->dm_name, self->dm_name,
+			 self->dm_name, self->dm_name);
 		EXPECT_EQ(0, system(cmd));
 	}
 	for (i = 0; i < self->ncg; i++) {
