@@ -45,7 +45,9 @@
  * the batch's bitmaps are built in a kernel buffer and copied to the caller after the
  * mmap_lock is dropped, so no user memory is touched under it (the caller may scan
  * itself); page-table locks are spinlocks held over at most one page table, and the walk
- * only reschedules between page tables.
+ * only reschedules between page tables. The buffer is sized for the call's largest batch,
+ * not for PT_SCAN_BATCH: pagetierd scans small mappings one call each, many times a
+ * second, and those fit on the stack (PT_SCAN_STACK_WORDS).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -80,6 +82,8 @@
 
 /* Pages per mmap_lock hold: 128 MiB of address space, a 4 KiB kernel bitmap each. */
 #define PT_SCAN_BATCH		32768UL
+/* Words of each kernel bitmap kept on the stack: calls over up to 2 MiB allocate nothing. */
+#define PT_SCAN_STACK_WORDS	8
 #define PT_BITS_PER_WORD	PAGETIER_SCAN_BITS_PER_WORD
 #define PT_WORD_SPAN		(PT_BITS_PER_WORD * PAGE_SIZE)	/* bytes one word covers */
 
@@ -592,7 +596,8 @@ static void pt_scan_flush_tlb(struct mm_struct *mm)
  */
 int pt_scan(struct pagetier_scan *req)
 {
-	unsigned long addr, end, nbits;
+	unsigned long stack_buf[PT_NR_BITMAPS * PT_SCAN_STACK_WORDS];
+	unsigned long addr, end, nbits, words;
 	struct pt_scan_ctx c = {};
 	struct pt_scan_args a;
 	unsigned long *buf;
@@ -610,14 +615,22 @@ int pt_scan(struct pagetier_scan *req)
 	ret = pt_scan_check_bitmaps(&a);
 	if (ret)
 		goto out_mm;
-	buf = kvmalloc_array(PT_NR_BITMAPS * BITS_TO_LONGS(PT_SCAN_BATCH), sizeof(long),
-			     GFP_KERNEL);
-	if (!buf) {
-		ret = -ENOMEM;
-		goto out_mm;
+	/*
+	 * Words per bitmap for the largest batch of this call: no batch is longer than the
+	 * call ([a.from, a.to)) nor than PT_SCAN_BATCH. Each batch zeroes the words it uses.
+	 */
+	words = BITS_TO_LONGS(min((a.to - a.from) >> PAGE_SHIFT, PT_SCAN_BATCH));
+	if (words <= PT_SCAN_STACK_WORDS) {
+		buf = stack_buf;
+	} else {
+		buf = kvmalloc_array(PT_NR_BITMAPS * words, sizeof(long), GFP_KERNEL);
+		if (!buf) {
+			ret = -ENOMEM;
+			goto out_mm;
+		}
 	}
 	for (i = 0; i < PT_NR_BITMAPS; i++)
-		c.bits[i] = buf + i * BITS_TO_LONGS(PT_SCAN_BATCH);
+		c.bits[i] = buf + i * words;
 
 	for (addr = a.from; addr < a.to; addr = end) {
 		if (addr != a.from && fatal_signal_pending(current)) {
@@ -641,7 +654,8 @@ int pt_scan(struct pagetier_scan *req)
 			break;
 		cond_resched();
 	}
-	kvfree(buf);
+	if (buf != stack_buf)
+		kvfree(buf);
 
 	if (c.cleared && (req->flags & PAGETIER_SCAN_FLUSH_TLB))
 		pt_scan_flush_tlb(c.mm);
