@@ -34,22 +34,13 @@ FIXTURE_SETUP(ev)
 	struct tu_param cap = { 0 };
 	int ret;
 
-	self->ctl = -1;
 	self->evfd = -1;
-	if (!tu_have_backing())
-		SKIP(return, "no backing block device %s (set PAGETIER_TEST_BACKING)",
-		     tu_backing());
-	self->ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->ctl) TH_LOG("open %s: %s", CTL_PATH, strerror(errno));
-	tu_cleanup_stale(self->ctl, tu_backing());
+	TU_FIXTURE_OPEN(self);
 	ASSERT_EQ(0, tu_param_set(&cap, "max_capacity_mib", "16"));
 	ret = tu_tier_create(self->ctl, tu_backing(), &self->c);
 	tu_param_restore(&cap);
 	ASSERT_EQ(0, ret);
-	self->created = true;
-	snprintf(self->dev, sizeof(self->dev), "/dev/%s%u", PAGETIER_DISK_NAME,
-		 self->c.tier_id);
-	ASSERT_EQ(0, tu_wait_node(self->dev));
+	TU_FIXTURE_TIER(self);
 	/* udev reads a new disk: let that pass before subscribing. */
 	ret = system("udevadm settle -t 5 2>/dev/null");
 	(void)ret;
@@ -63,13 +54,8 @@ FIXTURE_TEARDOWN(ev)
 	tu_param_restore(&self->param);
 	if (self->evfd >= 0)
 		close(self->evfd);
-	if (self->created)
-		EXPECT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
-	if (self->ctl >= 0)
-		close(self->ctl);
+	TU_FIXTURE_CLOSE(self);
 }
-
-#define NEED_TIER() do { if (!self->created) return; } while (0)
 
 static void *page_buf(size_t pages)
 {

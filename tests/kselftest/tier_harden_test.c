@@ -59,13 +59,7 @@ FIXTURE(harden) {
 
 FIXTURE_SETUP(harden)
 {
-	self->ctl = -1;
-	if (!tu_have_backing())
-		SKIP(return, "no backing block device %s (set PAGETIER_TEST_BACKING)",
-		     tu_backing());
-	self->ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->ctl) TH_LOG("open %s: %s", CTL_PATH, strerror(errno));
-	tu_cleanup_stale(self->ctl, tu_backing());
+	TU_FIXTURE_OPEN(self);
 }
 
 FIXTURE_TEARDOWN(harden)
@@ -77,8 +71,8 @@ FIXTURE_TEARDOWN(harden)
 	tu_param_restore(&self->fault);
 	for (i = 0; i < READERS + WRITERS + CG_PAR; i++)
 		tu_reap(&self->kid[i]);
-	if (self->created)
-		EXPECT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
+	/* The tier first: it holds the delay device. */
+	TU_FIXTURE_CLOSE(self);
 	if (self->dm_name[0]) {
 		/*
 		 * udev probes a new device (blkid), and on the delay device each of its reads
@@ -108,8 +102,6 @@ FIXTURE_TEARDOWN(harden)
 	}
 	if (self->cg_top[0])
 		tu_cg_remove(self->cg_top);
-	if (self->ctl >= 0)
-		close(self->ctl);
 }
 
 static void *page_buf(size_t pages)
@@ -134,8 +126,7 @@ static int make_tier(FIXTURE_DATA(harden) *self, const char *backing, const char
 	if (ret)
 		return ret;
 	self->created = true;
-	snprintf(self->dev, sizeof(self->dev), "/dev/%s%u", PAGETIER_DISK_NAME, self->c.tier_id);
-	return tu_wait_node(self->dev);
+	return tu_tier_node(&self->c, self->dev, sizeof(self->dev));
 }
 
 /* In a child: enters cgroup @cg, writes pages @tag/@slot.../@gen there, flushes. */

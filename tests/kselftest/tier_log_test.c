@@ -107,13 +107,7 @@ FIXTURE_SETUP(log)
 	struct tu_param p[4] = { 0 };
 	int ret;
 
-	self->ctl = -1;
-	if (!tu_have_backing())
-		SKIP(return, "no backing block device %s (set PAGETIER_TEST_BACKING)",
-		     tu_backing());
-	self->ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->ctl) TH_LOG("open %s: %s", CTL_PATH, strerror(errno));
-	tu_cleanup_stale(self->ctl, tu_backing());
+	TU_FIXTURE_OPEN(self);
 	ASSERT_EQ(0, tu_param_set(&p[0], "max_capacity_mib", "32"));
 	ASSERT_EQ(0, tu_param_set(&p[1], "segment_kib", "256"));
 	ASSERT_EQ(0, tu_param_set(&p[2], "max_open_segments", "4"));
@@ -125,10 +119,7 @@ FIXTURE_SETUP(log)
 	tu_param_restore(&p[2]);
 	tu_param_restore(&p[3]);
 	ASSERT_EQ(0, ret);
-	self->created = true;
-	snprintf(self->dev, sizeof(self->dev), "/dev/%s%u", PAGETIER_DISK_NAME,
-		 self->c.tier_id);
-	ASSERT_EQ(0, tu_wait_node(self->dev)) TH_LOG("%s did not appear", self->dev);
+	TU_FIXTURE_TIER(self);
 	self->gen = mmap(NULL, NSLOTS * sizeof(*self->gen), PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, self->gen);
@@ -150,13 +141,8 @@ FIXTURE_TEARDOWN(log)
 	for (i = 0; i < 2; i++)
 		if (self->cg[i][0])
 			tu_cg_remove(self->cg[i]);
-	if (self->created)
-		EXPECT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
-	if (self->ctl >= 0)
-		close(self->ctl);
+	TU_FIXTURE_CLOSE(self);
 }
-
-#define NEED_TIER() do { if (!self->created) return; } while (0)
 
 /* Every counter file has its columns; the tier is smaller than its backing device. */
 TEST_F(log, geometry)

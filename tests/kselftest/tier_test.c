@@ -335,18 +335,10 @@ FIXTURE(tier) {
 
 FIXTURE_SETUP(tier)
 {
-	self->ctl = -1;
 	self->fd = -1;
-	if (!tu_have_backing())
-		SKIP(return, "no backing block device %s (set PAGETIER_TEST_BACKING)",
-		     tu_backing());
-	self->ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->ctl) TH_LOG("open %s: %s", CTL_PATH, strerror(errno));
-	tu_cleanup_stale(self->ctl, tu_backing());
+	TU_FIXTURE_OPEN(self);
 	ASSERT_EQ(0, tu_tier_create(self->ctl, tu_backing(), &self->c));
-	self->created = true;
-	snprintf(self->dev, sizeof(self->dev), "/dev/%s%u", PAGETIER_DISK_NAME, self->c.tier_id);
-	ASSERT_EQ(0, tu_wait_node(self->dev)) TH_LOG("%s did not appear", self->dev);
+	TU_FIXTURE_TIER(self);
 }
 
 FIXTURE_TEARDOWN(tier)
@@ -373,13 +365,8 @@ FIXTURE_TEARDOWN(tier)
 	for (i = 0; i < 2; i++)
 		if (self->cg[i][0])
 			tu_cg_remove(self->cg[i]);
-	if (self->created)
-		EXPECT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
-	if (self->ctl >= 0)
-		close(self->ctl);
+	TU_FIXTURE_CLOSE(self);
 }
-
-#define NEED_TIER() do { if (!self->created) return; } while (0)
 
 TEST_F(tier, geometry_and_sysfs)
 {

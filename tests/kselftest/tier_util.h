@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * tier_util.h - helpers shared by the tier kselftests (tier_test, tier_log_test,
- * events_test) and by tests/vm/faults/fault_test.c and bench/tier/tier_bench.c: the control
- * device, tiers, sysfs counters, module parameters, cgroups, swap, page patterns.
+ * tier_harden_test, events_test) and by tests/vm/faults/fault_test.c and
+ * bench/tier/tier_bench.c: the control device, tiers, sysfs counters, module parameters,
+ * cgroups, swap, page patterns; and the kselftests' common fixture setup and teardown.
  * Header-only: each user is one translation unit.
  */
 #ifndef _PAGETIER_TIER_UTIL_H
@@ -211,6 +212,13 @@ static inline int tu_wait_node(const char *dev)
 		usleep(50000);
 	}
 	return -ENOENT;
+}
+
+/* Names tier @c's node /dev/pagetierN in @dev and waits for it to appear. */
+static inline int tu_tier_node(const struct pagetier_tier_create *c, char *dev, size_t len)
+{
+	snprintf(dev, len, "/dev/%s%u", PAGETIER_DISK_NAME, c->tier_id);
+	return tu_wait_node(dev);
 }
 
 /* Destroys tiers a crashed earlier run left over the backing device. */
@@ -462,5 +470,50 @@ static inline double tu_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
+
+/*
+ * ---- kselftest fixtures ----
+ *
+ * The part the fixtures of tier_test, tier_log_test, tier_harden_test and events_test
+ * share. Macros: they use kselftest_harness.h (SKIP, ASSERT_*, EXPECT_*, TH_LOG), which
+ * the tests include after this header and fault_test and tier_bench do not include at
+ * all. The fixture has int ctl, bool created, struct pagetier_tier_create c and
+ * char dev[64].
+ */
+
+/*
+ * In FIXTURE_SETUP, first: opens the control device as @self->ctl (failing the test if it
+ * cannot) and destroys the tiers a crashed earlier run left over the backing device.
+ * Without a backing device the test is skipped, never silently: the harness reports it
+ * ("# SKIP"), and the VM suite (tests/vm/run-suite.sh) counts a skip as a failure.
+ * The teardown runs after a skip: fields it tests (descriptors at -1...) are set before.
+ */
+#define TU_FIXTURE_OPEN(self) do {							\
+	(self)->ctl = -1;								\
+	if (!tu_have_backing())								\
+		SKIP(return, "no backing block device %s (set PAGETIER_TEST_BACKING)",	\
+		     tu_backing());							\
+	(self)->ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);				\
+	ASSERT_LE(0, (self)->ctl) TH_LOG("open %s: %s", CTL_PATH, strerror(errno));	\
+	tu_cleanup_stale((self)->ctl, tu_backing());					\
+} while (0)
+
+/* In FIXTURE_SETUP, once tu_tier_create() made @self->c: the fixture's tier, with its node. */
+#define TU_FIXTURE_TIER(self) do {							\
+	(self)->created = true;								\
+	ASSERT_EQ(0, tu_tier_node(&(self)->c, (self)->dev, sizeof((self)->dev)))	\
+		TH_LOG("%s did not appear", (self)->dev);				\
+} while (0)
+
+/* In FIXTURE_TEARDOWN: destroys the fixture's tier, if it made one, and closes ctl. */
+#define TU_FIXTURE_CLOSE(self) do {							\
+	if ((self)->created)								\
+		EXPECT_EQ(0, tu_tier_destroy((self)->ctl, (self)->c.tier_id));		\
+	if ((self)->ctl >= 0)								\
+		close((self)->ctl);							\
+} while (0)
+
+/* In a TEST_F: nothing to test if the setup skipped (the harness runs the test anyway). */
+#define NEED_TIER() do { if (!self->created) return; } while (0)
 
 #endif /* _PAGETIER_TIER_UTIL_H */
