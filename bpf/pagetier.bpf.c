@@ -11,7 +11,8 @@
  *   swap-ins  window limit as faults (they are bounded by I/O anyway, and each one matters);
  *   wakeups   at most one per cgroup per wake_min_interval_ns;
  *   packets   at most one per cgroup per net_min_interval_ns.
- * A failed bpf_ringbuf_reserve() is counted per CPU in pt_drops.
+ * A failed bpf_ringbuf_reserve() is counted per CPU in pt_drops. Only the events of cgroups
+ * the daemon marked wake_daemon (idle ones) wake it; the others wait for its next tick.
  *
  * Programs exist in two flavours so that the loader can pick what the running kernel has:
  * tp_btf/fentry (BTF, cheapest) and raw_tp/kprobe (no BTF trampolines needed). Swap-in has one
@@ -141,7 +142,7 @@ static __always_inline int emit(struct pt_bpf_cgroup *cg, __u32 type, __u32 flag
 	e->tid = tid;
 	e->addr = addr;
 	e->extra = extra;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, cg->wake_daemon ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	stat_inc(type, PT_BPF_STAT_EMITTED);
 	return 0;
 }

@@ -59,7 +59,12 @@ struct pt_bpf_cgroup {
 	__u64 last_seen_ns;			/* last wakeup seen, emitted or not */
 	__u64 win_start_ns[PT_BPF_EV_MAX];	/* window limit (faults, swap-ins) */
 	__u32 win_count[PT_BPF_EV_MAX];
-	__u32 pad;
+	/*
+	 * 1: each event wakes pagetierd at once (an idle context: a packet or a refault may be
+	 * its wake); 0: events wait in the ring for its next tick (an active context, where they
+	 * only count), which spares the daemon a wakeup per event. Set by the daemon.
+	 */
+	__u32 wake_daemon;
 };
 
 /* Per-CPU counters (array map "pt_stats"), index = type * PT_BPF_STAT_NR + stat. */

@@ -423,7 +423,7 @@ size_t pt_bpf_attached(const struct pt_bpf *b, const char **names, size_t max)
 
 int pt_bpf_add_cgroup_as(struct pt_bpf *b, uint64_t id, uint64_t report_id)
 {
-	struct pt_bpf_cgroup v = { .report_id = report_id };
+	struct pt_bpf_cgroup v = { .report_id = report_id, .wake_daemon = 1 };
 	int err;
 
 	err = bpf_map__update_elem(b->skel->maps.pt_cgroups, &id, sizeof(id), &v, sizeof(v),
@@ -441,6 +441,20 @@ int pt_bpf_add_cgroup(struct pt_bpf *b, uint64_t id)
 int pt_bpf_del_cgroup(struct pt_bpf *b, uint64_t id)
 {
 	return bpf_map__delete_elem(b->skel->maps.pt_cgroups, &id, sizeof(id), 0);
+}
+
+int pt_bpf_set_wake(struct pt_bpf *b, uint64_t id, bool on)
+{
+	const struct bpf_map *map = b->skel->maps.pt_cgroups;
+	struct pt_bpf_cgroup v;
+	int err;
+
+	/* Read-modify-write: the programs' rate-limit state in the entry stays. */
+	err = bpf_map__lookup_elem(map, &id, sizeof(id), &v, sizeof(v), 0);
+	if (err)
+		return err;
+	v.wake_daemon = on;
+	return bpf_map__update_elem(map, &id, sizeof(id), &v, sizeof(v), BPF_EXIST);
 }
 
 int pt_bpf_fd(const struct pt_bpf *b)

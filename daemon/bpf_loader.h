@@ -14,6 +14,7 @@
 #ifndef PAGETIER_BPF_LOADER_H
 #define PAGETIER_BPF_LOADER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,13 @@ int pt_bpf_add_cgroup(struct pt_bpf *b, uint64_t id);
 int pt_bpf_add_cgroup_as(struct pt_bpf *b, uint64_t id, uint64_t report_id);
 /* 0 or -ENOENT when it was not opted in. */
 int pt_bpf_del_cgroup(struct pt_bpf *b, uint64_t id);
+/*
+ * Whether events of cgroup @id wake the reader at once (@on, the default for a cgroup just
+ * opted in) or wait in the ring until it next polls (the events of a context that is
+ * active only count, and a wakeup per event costs the daemon more than the event).
+ * 0 or -ENOENT when it is not opted in.
+ */
+int pt_bpf_set_wake(struct pt_bpf *b, uint64_t id, bool on);
 
 /* An fd that is readable (epoll) when events are waiting. */
 int pt_bpf_fd(const struct pt_bpf *b);

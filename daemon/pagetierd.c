@@ -81,6 +81,15 @@ static void track_cgroup(void *arg, uint64_t id, bool on)
 		pt_bpf_del_cgroup(d->bpf, id);
 }
 
+static void wake_events(void *arg, uint64_t id, bool on)
+{
+	struct pt_daemon *d = arg;
+
+	if (d->bpf && pt_bpf_set_wake(d->bpf, id, on) && on)
+		pt_warn("cgroup %llu: its BPF events cannot be made to wake the daemon: its wake waits for the next tick",
+			(unsigned long long)id);
+}
+
 static int on_bpf_event(const struct pt_bpf_event *e, void *arg)
 {
 	struct pt_daemon *d = arg;
@@ -333,6 +342,9 @@ static void dispatch(struct pt_daemon *d, int fd)
 		uint64_t expirations;
 
 		if (read(d->tfd, &expirations, sizeof(expirations)) > 0) {
+			/* The events of active contexts wait in the ring (they do not wake us). */
+			if (d->bpf)
+				pt_bpf_poll(d->bpf, on_bpf_event, d);
 			pt_manager_tick(&d->m, pt_now_ms());
 			/* Rings have no per-record doorbell: drain them every tick as well. */
 			if (d->m.preload)
@@ -464,6 +476,7 @@ int main(int argc, char **argv)
 	d.m.submit = submit_action;
 	d.m.submit_arg = &d;
 	d.m.track = track_cgroup;
+	d.m.wake_events = wake_events;
 	d.m.track_arg = &d;
 	pt_log_set_level(level_arg ? lvl : d.m.cfg.log_level);
 	/* Never let the daemon that manages swap be swapped itself. */

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -268,6 +269,43 @@ int main(int argc, char **argv)
 	check(counts[0][PT_BPF_EV_FAULT] + counts[0][PT_BPF_EV_SWAPIN] +
 	      counts[0][PT_BPF_EV_WAKEUP] + counts[0][PT_BPF_EV_NET] == 0,
 	      "no events from a after pt_bpf_del_cgroup");
+
+	/*
+	 * b's events marked not to wake the reader (an active context's): they wait in the ring,
+	 * the ring's descriptor stays quiet, and the next poll gets them all.
+	 */
+	check(pt_bpf_set_wake(b, ids[2], false) == -ENOENT, "set_wake of a cgroup never added: -ENOENT");
+	check(pt_bpf_set_wake(b, ids[1], false) == 0, "b's events wait for the poll");
+	pt_bpf_poll(b, on_event, NULL);
+	memset(counts, 0, sizeof(counts));
+	pids[1] = fork();
+	if (pids[1] == 0)
+		busy(dir[1], swap);
+	{
+		struct pollfd pfd = { .fd = pt_bpf_fd(b), .events = POLLIN };
+		int woke = poll(&pfd, 1, 700);
+
+		kill(pids[1], SIGKILL);
+		waitpid(pids[1], NULL, 0);
+		check(woke == 0, "no wakeup of the reader for b's events");
+	}
+	pt_bpf_poll(b, on_event, NULL);
+	check(counts[1][PT_BPF_EV_FAULT] + counts[1][PT_BPF_EV_WAKEUP] > 0,
+	      "b's events were in the ring for the poll");
+	/* Back on: its next event wakes the reader. */
+	check(pt_bpf_set_wake(b, ids[1], true) == 0, "b's events wake the reader again");
+	pids[1] = fork();
+	if (pids[1] == 0)
+		busy(dir[1], swap);
+	{
+		struct pollfd pfd = { .fd = pt_bpf_fd(b), .events = POLLIN };
+		int woke = poll(&pfd, 1, 2000);
+
+		kill(pids[1], SIGKILL);
+		waitpid(pids[1], NULL, 0);
+		check(woke == 1, "a wakeup of the reader for b's events");
+	}
+	pt_bpf_poll(b, on_event, NULL);
 
 out_close:
 	pt_bpf_close(b);
