@@ -96,19 +96,19 @@ int pt_cgroup_read_key(const char *dir, const char *file, const char *key, uint6
 	return rc;
 }
 
-int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s)
+int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full)
 {
 	char path[PATH_MAX], *stat;
 	ssize_t n;
 	int rc;
 
-	memset(s, 0, sizeof(*s));
 	rc = pt_cgroup_read_key(dir, "cpu.stat", "usage_usec", &s->cpu_usage_usec);
 	if (rc)
 		return rc;
 	rc = pt_cgroup_read_u64(dir, "memory.current", &s->memory_current);
-	if (rc)
+	if (rc || !full)
 		return rc;
+	s->anon = s->swapcached = s->swap_current = 0;
 	stat = malloc(16384);
 	if (!stat)
 		return -ENOMEM;

@@ -7,6 +7,7 @@
 #ifndef PAGETIER_CGROUP_H
 #define PAGETIER_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -32,7 +33,13 @@ int pt_flat_keyed_get(const char *text, const char *key, uint64_t *out);
 
 int pt_cgroup_read_u64(const char *dir, const char *file, uint64_t *out);
 int pt_cgroup_read_key(const char *dir, const char *file, const char *key, uint64_t *out);
-int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s);
+/*
+ * Samples a cgroup. @full also reads memory.stat and memory.swap.current (the memory
+ * breakdown, which the kernel computes for the whole subtree on each read: the costly
+ * part); otherwise those fields of *@s are left as they were, and only cpu.stat's
+ * usage and memory.current are read.
+ */
+int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full);
 int pt_cgroup_write(const char *dir, const char *file, const char *value);
 /* Reads a whole small file into @buf (NUL-terminated); bytes read or negative errno. */
 ssize_t pt_read_file(const char *path, char *buf, size_t size);

@@ -53,6 +53,8 @@ void pt_context_init(struct pt_context *ctx, const struct pt_policy *policy,
 	ctx->seen = true;
 	pt_idle_init(&ctx->idle, now_ms);
 	ctx->last_scan_ms = now_ms;
+	ctx->scan_stretch = 1;
+	ctx->last_scan_epochs = 1;
 	ctx->hot_ok = pt_hot_init(&ctx->hot, chunk_shift, PT_HOT_MAX_CHUNKS) == 0;
 	if (!ctx->hot_ok)
 		pt_warn("%s: no memory for the hotness model: offload at idle only", policy->name);
@@ -436,6 +438,7 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
 		return NULL;
 	a = new_action(ctx, PT_JOB_SCAN);
 	if (a) {
+		a->epochs = ctx->scan_stretch ? ctx->scan_stretch : 1;
 		a->scanner = scanner;
 		a->kmod_fd = kmod_fd;
 		a->chunk_shift = chunk_shift;
@@ -769,6 +772,7 @@ static void apply_prefetch(struct pt_context *ctx, struct pt_action *a)
 	ctx->tier_prefetch_planned = a->tier_planned;
 	ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
 	pt_idle_wake_done(&ctx->idle);
+	ctx->scan_stretch = 1;	/* the prefetch's quality is measured scan by scan */
 	if (ctx->hot_ok)
 		pt_hot_prefetched(&ctx->hot, (uint32_t)(PT_QUALITY_WINDOW_MS /
 				  (ctx->scan_interval_ms ? ctx->scan_interval_ms : 1000)));
@@ -820,8 +824,10 @@ static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 	prune_gone(ctx->file_set, &ctx->n_file_set);
 	if (!ctx->hot_ok)
 		return;
+	pt_hot_skip_epochs(&ctx->hot, a->epochs > 1 ? a->epochs - 1 : 0);
 	refaults = pt_hot_apply_scans(&ctx->hot, a->scans, a->n_scans);
 	ctx->scans++;
+	ctx->last_scan_epochs = a->epochs ? a->epochs : 1;
 	fresh = (uint64_t)ctx->hot.ep_fresh << ctx->hot.chunk_shift;
 	/* A scan that ends after the context went idle saw it before: no verdict. */
 	if (ctx->memory_signal && ctx->idle.state == PT_STATE_ACTIVE)
@@ -832,10 +838,40 @@ static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 	    ctx->idle.last_cpu_busy_ms >= ctx->last_epoch_ms)
 		ctx->busy_epoch = pt_hot_now(&ctx->hot) - 1;
 	ctx->last_epoch_ms = now;
-	pt_debug("%s: epoch %llu: %u chunks accessed, %llu KiB fresh, %d refaulted%s",
+	/*
+	 * Steady (nothing fresh, nothing back from the tier): the next scan can wait longer,
+	 * its accessed bits gathering meanwhile. Anything new: every interval again.
+	 */
+	if (ctx->idle.state == PT_STATE_ACTIVE && !refaults &&
+	    fresh * 2 <= ctx->policy.idle.fresh_bytes) {
+		uint32_t max = pt_context_max_stretch(ctx);
+
+		ctx->scan_stretch = ctx->scan_stretch * 2 <= max ? ctx->scan_stretch * 2 : max;
+	} else {
+		ctx->scan_stretch = 1;
+	}
+	pt_debug("%s: epoch %llu: %u chunks accessed, %llu KiB fresh, %d refaulted%s; next scan in %u intervals",
 		 ctx->policy.name, (unsigned long long)(pt_hot_now(&ctx->hot) - 1),
 		 ctx->hot.ep_accessed, (unsigned long long)(fresh >> 10), refaults,
-		 ctx->busy_epoch == pt_hot_now(&ctx->hot) - 1 ? " (busy)" : "");
+		 ctx->busy_epoch == pt_hot_now(&ctx->hot) - 1 ? " (busy)" : "", ctx->scan_stretch);
+}
+
+uint32_t pt_context_max_stretch(const struct pt_context *ctx)
+{
+	uint64_t base = ctx->scan_interval_ms ? ctx->scan_interval_ms : 1000, max = PT_HOT_FRESH_EPOCHS;
+
+	if (ctx->policy.idle.threshold_ms / 2 / base < max)
+		max = ctx->policy.idle.threshold_ms / 2 / base;
+	if (ctx->policy.cold_after_ms && ctx->policy.cold_after_ms / 4 / base < max)
+		max = ctx->policy.cold_after_ms / 4 / base;
+	return max ? (uint32_t)max : 1;
+}
+
+uint64_t pt_context_next_scan_ms(const struct pt_context *ctx)
+{
+	uint64_t base = ctx->scan_interval_ms ? ctx->scan_interval_ms : 1000;
+
+	return ctx->last_scan_ms + base * (ctx->scan_stretch ? ctx->scan_stretch : 1);
 }
 
 static void apply_cold(struct pt_context *ctx, struct pt_action *a)

@@ -59,6 +59,7 @@ struct pt_action {
 	/* scan: out */
 	struct pt_proc_scan *scans;
 	int n_scans;
+	uint32_t epochs;		/* scan: the epochs it stands for (its stretch) */
 	/* cold offload: the chunks advised, for the model once done */
 	uint64_t *ids;
 	size_t n_ids;
@@ -89,6 +90,9 @@ struct pt_context {
 	uint64_t tier_written_base;	/* the tiers' count when tracking began */
 	bool tier_written_known;
 	bool seen;			/* found in the latest cgroup walk */
+	bool events_wake;		/* its BPF events wake the daemon at once (it is idle) */
+	bool events_wake_known;		/* ... as set; false: not set since tracking began */
+	uint64_t last_full_sample_ms;	/* when memory.stat was last read */
 	bool busy;			/* an action is in flight */
 	bool wake_pending;		/* woke while busy: prefetch when the action ends */
 	bool offload_pending;		/* went idle while busy: offload when it is free */
@@ -118,6 +122,14 @@ struct pt_context {
 	bool hot_ok;			/* the model could be allocated */
 	uint64_t last_scan_ms;
 	uint64_t scan_interval_ms;	/* the daemon's, for the quality window */
+	/*
+	 * Scans of a steady context (active, touching no fresh memory, no refaults) come every
+	 * scan_stretch scan intervals: 1, doubled after each steady scan up to
+	 * pt_context_max_stretch(), back to 1 on anything new. Each scan stands for that many
+	 * epochs of the model.
+	 */
+	uint32_t scan_stretch;
+	uint32_t last_scan_epochs;	/* epochs the latest applied scan stood for */
 	bool memory_signal;		/* scans tell pages apart: idle.h's memory rule applies */
 	uint64_t last_epoch_ms;		/* when the latest scan was applied */
 	uint64_t busy_epoch;		/* the last epoch in which it was seen busy */
@@ -189,6 +201,15 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
  * what the advice left in the swap cache (memory.reclaim of that much, whose written-back
  * pages the kernel put at the tail of the LRU): an offload frees what it writes.
  */
+/*
+ * The longest scan stretch for @ctx: at most PT_HOT_FRESH_EPOCHS (what is fresh is measured
+ * across one scan), half its idle threshold (the memory rule still marks it busy within
+ * it) and a quarter of cold_after (coldness keeps four samples), in scan intervals.
+ */
+uint32_t pt_context_max_stretch(const struct pt_context *ctx);
+/* When the next scan of an active @ctx is due. */
+uint64_t pt_context_next_scan_ms(const struct pt_context *ctx);
+
 struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval_ms,
 				  uint64_t max_bytes);
 /*

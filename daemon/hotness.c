@@ -237,6 +237,16 @@ int pt_hot_apply_scans(struct pt_hot *h, struct pt_proc_scan *scans, int n)
 	return refaults;
 }
 
+void pt_hot_skip_epochs(struct pt_hot *h, uint32_t n)
+{
+	while (n--) {
+		pt_mq_epoch(h->mq);
+		h->epochs++;
+		if (h->window_left && !--h->window_left)
+			end_window(h);
+	}
+}
+
 uint64_t pt_hot_now(const struct pt_hot *h)
 {
 	struct pt_mq_stats st;

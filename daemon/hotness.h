@@ -110,6 +110,14 @@ void pt_hot_chunk_addr(const struct pt_hot *h, uint64_t id, int *slot, uint64_t 
 int pt_hot_apply_scans(struct pt_hot *h, struct pt_proc_scan *scans, int n);
 
 /*
+ * Closes @n epochs in which nothing was scanned: the time a context's stretched scan
+ * interval (pagetierd scans a steady context less often) stands for, closed before that
+ * scan is applied, so that what it saw accessed is stamped in its last epoch (the
+ * conservative end for coldness) and "cold for N epochs" keeps meaning N scan intervals.
+ */
+void pt_hot_skip_epochs(struct pt_hot *h, uint32_t n);
+
+/*
  * Up to @max resident chunks not accessed for @cold_epochs epochs (demotions in the model
  * do not count as accesses), coldest first, into
  * @ids; only from 2 MiB regions whose resident chunks are all cold (so a transparent huge

@@ -22,6 +22,12 @@ static const char *const bpf_source[] = {
 
 /* How long the offload at idle waits for the preloaded processes' malloc_trim. */
 #define PT_TRIM_WAIT_MS 500
+/*
+ * How often the cgroup tree is walked for opted-in cgroups appearing and going: a walk
+ * opens every directory of the hierarchy. A preloaded process of a cgroup not yet seen
+ * asks for a walk at once (pt_manager_preload_optin).
+ */
+#define PT_RESCAN_MS 1000
 /* Victims the watermark picks per pass at most. */
 #define PT_WATERMARK_MAX_VICTIMS 4096
 
@@ -33,6 +39,7 @@ void pt_manager_init(struct pt_manager *m, struct pt_config *cfg)
 	m->prefetch_fd = -1;
 	m->scanner = PT_SCANNER_FALLBACK;
 	m->meminfo_path = "/proc/meminfo";
+	m->rescan_interval_ms = PT_RESCAN_MS;
 }
 
 void pt_manager_free(struct pt_manager *m)
@@ -129,6 +136,22 @@ static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
 	pt_context_protect(ctx);
 }
 
+/*
+ * Events of an idle context may be its wake: each one wakes the daemon. Those of an active
+ * one only count, and wait for the next tick (the ring is drained before each).
+ */
+static void sync_wake_events(struct pt_manager *m, struct pt_context *ctx)
+{
+	bool want = ctx->idle.state != PT_STATE_ACTIVE && ctx->policy.class != PT_CLASS_CRITICAL;
+
+	if (ctx->events_wake_known && ctx->events_wake == want)
+		return;
+	ctx->events_wake = want;
+	ctx->events_wake_known = true;
+	if (m->wake_events)
+		m->wake_events(m->track_arg, ctx->cgroup_id, want);
+}
+
 static void drop_ctx(struct pt_manager *m, size_t i, const char *why)
 {
 	pt_info("%s: no longer tracking %s (%s)", m->ctxs[i].policy.name, m->ctxs[i].relpath, why);
@@ -200,9 +223,13 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 		if (trim)
 			submit(m, trim);
 		else
-			/* Offload is rate-limited: one scan interval's worth of offload_rate. */
+			/*
+			 * Offload is rate-limited: offload_rate over the scan intervals this
+			 * scan stood for.
+			 */
 			submit(m, pt_context_cold(ctx, m->cfg.scan_interval_ms,
-						  m->cfg.offload_rate * m->cfg.scan_interval_ms / 1000));
+						  m->cfg.offload_rate * m->cfg.scan_interval_ms *
+						  ctx->last_scan_epochs / 1000));
 	}
 	if (ctx && ctx->wake_pending) {
 		/* It woke while the action ran: prefetch now. */
@@ -255,7 +282,14 @@ void pt_manager_tier_event(struct pt_manager *m, const struct pagetier_event *e)
 bool pt_manager_preload_optin(struct pt_manager *m, pid_t pid, const char *cgroup)
 {
 	struct pt_context *ctx = owner_of(m, cgroup);
+	uint64_t now = pt_now_ms();
 
+	/* A container that started since the last walk: walk now (at most once per 100 ms). */
+	if (!ctx && now - m->last_rescan_ms >= 100) {
+		m->last_rescan_ms = now;
+		pt_manager_rescan(m);
+		ctx = owner_of(m, cgroup);
+	}
 	if (ctx && ctx->policy.class == PT_CLASS_CRITICAL) {
 		pt_debug("%s: preloaded pid %d left as a pass-through (critical)", ctx->policy.name,
 			 (int)pid);
@@ -390,6 +424,27 @@ out:
 	free(v);
 }
 
+/*
+ * Samples @ctx: CPU and memory.current every tick (the idle verdict), the memory breakdown
+ * (memory.stat: what the kernel computes for a whole subtree at each read) once per scan
+ * interval, or when @full asks (an offload about to be sized).
+ */
+static int sample_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now, bool full)
+{
+	struct pt_cgroup_sample smp = ctx->sample;
+	int rc;
+
+	full = full || !ctx->last_full_sample_ms ||
+	       now - ctx->last_full_sample_ms >= m->cfg.scan_interval_ms;
+	rc = pt_cgroup_sample(ctx->dir, &smp, full);
+	if (rc)
+		return rc;
+	ctx->sample = smp;
+	if (full)
+		ctx->last_full_sample_ms = now ? now : 1;
+	return 0;
+}
+
 /* The idle machine's verdict on this tick's CPU sample, trims the daemon asked for aside. */
 static enum pt_idle_event judge(struct pt_manager *m, struct pt_context *ctx, uint64_t now,
 				bool *waiting)
@@ -414,6 +469,8 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 	if (waiting)
 		return;
 	if (ev == PT_EV_WENT_IDLE) {
+		/* The offload is sized by memory.stat's anon: read it now. */
+		sample_ctx(m, ctx, now, true);
 		ctx->n_idle++;
 		ctx->current_at_idle = ctx->sample.memory_current;
 		pt_info("%s: idle: quiet for %llu ms (last busy: %s)", ctx->policy.name,
@@ -433,8 +490,7 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 		woke(m, ctx, "cpu usage");
 	} else if (ctx->idle.state == PT_STATE_IDLE) {
 		submit(m, pt_context_settle(ctx));
-	} else if (ctx->idle.state == PT_STATE_ACTIVE &&
-		   now - ctx->last_scan_ms >= m->cfg.scan_interval_ms) {
+	} else if (ctx->idle.state == PT_STATE_ACTIVE && now >= pt_context_next_scan_ms(ctx)) {
 		struct pt_action *a = pt_context_scan(ctx, m->scanner, m->kmod_fd,
 						      m->cfg.chunk_shift);
 
@@ -460,7 +516,10 @@ static bool cgroup_gone(const struct pt_context *ctx)
 
 void pt_manager_tick(struct pt_manager *m, uint64_t now)
 {
-	pt_manager_rescan(m);
+	if (!m->last_rescan_ms || now - m->last_rescan_ms >= m->rescan_interval_ms) {
+		m->last_rescan_ms = now ? now : 1;
+		pt_manager_rescan(m);
+	}
 	keep_watermark(m, now);
 	/* Rings have no per-record doorbell: the caller drains them every tick as well. */
 	free(m->usage);
@@ -469,8 +528,7 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 	for (size_t i = m->n_ctxs; i-- > 0;) {
 		struct pt_context *ctx = &m->ctxs[i];
 		const struct pt_kmod_usage *u;
-		struct pt_cgroup_sample smp;
-		int rc = pt_cgroup_sample(ctx->dir, &smp);
+		int rc = sample_ctx(m, ctx, now, false);
 
 		if (rc == -ENOENT && cgroup_gone(ctx)) {
 			drop_ctx(m, i, "cgroup vanished");
@@ -488,13 +546,13 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 					(unsigned long long)m->sample_errors);
 			continue;
 		}
-		ctx->sample = smp;
 		if (m->kmod_fd >= 0) {
 			u = pt_kmod_usage_find(m->usage, m->n_usage, ctx->cgroup_id);
 			ctx->tier_pages = u ? u->pages : 0;
 			pt_context_tier_written(ctx, u ? u->written : 0);
 		}
 		tick_ctx(m, ctx, now);
+		sync_wake_events(m, ctx);
 	}
 }
 

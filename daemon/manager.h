@@ -49,6 +49,11 @@ struct pt_manager {
 	void *submit_arg;
 	/* A cgroup starts or stops being tracked (the BPF filter); may be NULL. */
 	void (*track)(void *arg, uint64_t cgroup_id, bool on);
+	/*
+	 * Whether the BPF events of a tracked cgroup wake the daemon at once (@on: it is idle, an
+	 * event may be its wake) or wait for the next tick (active: they only count); may be NULL.
+	 */
+	void (*wake_events)(void *arg, uint64_t cgroup_id, bool on);
 	void *track_arg;
 
 	/* This tick's snapshot of the tiers' per-cgroup counters. */
@@ -60,6 +65,8 @@ struct pt_manager {
 	uint64_t tier_events_lost;
 	uint64_t watermark_offloads;	/* chunks chosen by the global victim order */
 	uint64_t last_watermark_ms;
+	uint64_t last_rescan_ms;	/* the last walk of the cgroup tree */
+	uint64_t rescan_interval_ms;	/* walks at most this often from ticks (0: each tick) */
 	uint64_t walk_errors;		/* cgroup walks that failed: contexts kept */
 	uint64_t sample_errors;		/* samples that failed for another reason than ENOENT */
 };

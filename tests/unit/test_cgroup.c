@@ -99,11 +99,20 @@ static void test_walk_sample_pids(void **state)
 	assert_false(saw(&s, "/pt/.hidden"));
 
 	snprintf(dir, sizeof(dir), "%s/pt/alpha", root);
-	assert_int_equal(pt_cgroup_sample(dir, &smp), 0);
+	memset(&smp, 0, sizeof(smp));
+	assert_int_equal(pt_cgroup_sample(dir, &smp, true), 0);
 	assert_int_equal(smp.cpu_usage_usec, 5000);
 	assert_int_equal(smp.memory_current, 1 << 20);
 	assert_int_equal(smp.anon, 4096);
 	assert_int_equal(smp.swap_current, 0);	/* no memory.swap.current: not an error */
+	/* A light sample reads CPU and memory.current only: the breakdown stays as it was. */
+	fx_write(root, "pt/alpha/memory.current", "2097152\n");
+	fx_write(root, "pt/alpha/memory.stat", "anon 8192\nswapcached 0\n");
+	assert_int_equal(pt_cgroup_sample(dir, &smp, false), 0);
+	assert_int_equal(smp.memory_current, 2 << 20);
+	assert_int_equal(smp.anon, 4096);
+	assert_int_equal(pt_cgroup_sample(dir, &smp, true), 0);
+	assert_int_equal(smp.anon, 8192);
 
 	/* A context's processes include its sub-cgroups'. */
 	assert_int_equal(pt_cgroup_pids(dir, pids, 8), 3);
@@ -116,7 +125,7 @@ static void test_walk_sample_pids(void **state)
 
 	/* A vanished cgroup is -ENOENT, never a crash. */
 	snprintf(dir, sizeof(dir), "%s/pt/gone", root);
-	assert_int_equal(pt_cgroup_sample(dir, &smp), -ENOENT);
+	assert_int_equal(pt_cgroup_sample(dir, &smp, true), -ENOENT);
 	assert_int_equal(pt_cgroup_pids(dir, pids, 8), -ENOENT);
 	fx_rmtree(root);
 }

@@ -23,6 +23,9 @@ struct recorder {
 	int n;
 	uint64_t tracked[16];
 	int n_tracked;
+	uint64_t waking[16];	/* cgroups whose BPF events wake the daemon */
+	int n_waking;
+	int wake_calls;
 };
 
 static void record(void *arg, struct pt_action *a)
@@ -44,6 +47,26 @@ static void track(void *arg, uint64_t id, bool on)
 	for (int i = 0; i < r->n_tracked; i++)
 		if (r->tracked[i] == id)
 			r->tracked[i] = r->tracked[--r->n_tracked];
+}
+
+static void wake_events(void *arg, uint64_t id, bool on)
+{
+	struct recorder *r = arg;
+
+	r->wake_calls++;
+	for (int i = 0; i < r->n_waking; i++)
+		if (r->waking[i] == id)
+			r->waking[i] = r->waking[--r->n_waking];
+	if (on)
+		r->waking[r->n_waking++] = id;
+}
+
+static bool waking(const struct recorder *r, uint64_t id)
+{
+	for (int i = 0; i < r->n_waking; i++)
+		if (r->waking[i] == id)
+			return true;
+	return false;
 }
 
 /* The number of recorded actions of @kind for @ctx. */
@@ -113,7 +136,9 @@ static int setup(void **state)
 	f->m.submit = record;
 	f->m.submit_arg = &f->r;
 	f->m.track = track;
+	f->m.wake_events = wake_events;
 	f->m.track_arg = &f->r;
+	f->m.rescan_interval_ms = 0;	/* the tests below add and remove cgroups between ticks */
 	*state = f;
 	return 0;
 }
@@ -251,7 +276,7 @@ static void test_walk_and_sample_errors_drop_nothing(void **state)
 	assert_int_equal(f->m.walk_errors, walk_errors + 6);
 	/* memory.stat without "anon": -ENOENT from the parser, the cgroup is still there. */
 	fx_write(f->root, "ct/db/memory.stat", "file 0\n");
-	pt_manager_tick(&f->m, pt_now_ms());
+	pt_manager_tick(&f->m, pt_now_ms() + 2000);	/* read once per scan interval */
 	assert_int_equal(f->m.n_ctxs, 2);
 	assert_non_null(ctx_named(&f->m, "db"));
 	assert_true(f->m.sample_errors >= 1);
@@ -305,6 +330,81 @@ static void test_idle_offload_and_packet_wake(void **state)
 	assert_int_equal(f->m.bpf_unmatched, 1);
 }
 
+/*
+ * The per-tick cost stays with what changes: the tree is walked once per rescan interval
+ * (a new container waits for the next walk), memory.stat is read once per scan interval,
+ * and only an idle context's BPF events wake the daemon; the critical one's never do.
+ */
+static void test_tick_costs(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web, *db;
+	uint64_t t = pt_now_ms();
+
+	f->m.rescan_interval_ms = 1000;
+	pt_manager_tick(&f->m, t);
+	assert_int_equal(f->m.n_ctxs, 2);
+	web = ctx_named(&f->m, "web");
+	db = ctx_named(&f->m, "db");
+	assert_false(waking(&f->r, web->cgroup_id));	/* active */
+	assert_false(waking(&f->r, db->cgroup_id));	/* critical */
+	assert_int_equal(f->r.wake_calls, 2);
+	/* Nothing changed: no call to the filter at all. */
+	pt_manager_tick(&f->m, t + 100);
+	assert_int_equal(f->r.wake_calls, 2);
+
+	/* A light tick reads memory.current, not memory.stat. */
+	fx_write(f->root, "ct/web/memory.current", "1048576\n");
+	fx_write(f->root, "ct/web/memory.stat", "anon 4096\nfile 0\nswapcached 0\n");
+	pt_manager_tick(&f->m, t + 200);
+	assert_int_equal(web->sample.memory_current, 1048576);
+	assert_int_equal(web->sample.anon, 268435456);
+	pt_manager_tick(&f->m, t + 1000);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->sample.anon, 4096);
+
+	/* A new opted-in cgroup is found by the next walk, not before. */
+	fx_write(f->etc, "containers.d/ct.conf",
+		 "[web]\nmatch_cgroup = /ct/web\nidle_threshold = 1s\ncold_after = 0\n\n"
+		 "[db]\nmatch_cgroup = /ct/db\nclass = critical\nidle_threshold = 1s\n\n"
+		 "[cache]\nmatch_cgroup = /ct/cache\nidle_threshold = 1s\n");
+	{
+		char err[PT_ERRBUF_MAX];
+		struct pt_config cfg;
+
+		assert_int_equal(pt_config_load(&cfg, f->etc, false, err), 0);
+		pt_config_free(&f->m.cfg);
+		f->m.cfg = cfg;
+	}
+	cgroup(f->root, "ct/cache", 0);
+	pt_manager_tick(&f->m, t + 1500);
+	assert_null(ctx_named(&f->m, "cache"));
+	pt_manager_tick(&f->m, t + 2000);
+	assert_non_null(ctx_named(&f->m, "cache"));
+
+	/* Quiet: web goes idle, and from then on its events wake the daemon. */
+	for (t += 2000; t < pt_now_ms() + 6000; t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	web = ctx_named(&f->m, "web");
+	db = ctx_named(&f->m, "db");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_true(waking(&f->r, web->cgroup_id));
+	assert_false(waking(&f->r, db->cgroup_id));
+	/*
+	 * A packet wakes it; once its prefetch is done, its events wait for ticks again (its
+	 * CPU says it serves, so that the tick finds it busy, not quiet again).
+	 */
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->idle.state, PT_STATE_ACTIVE);
+	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 100000000\n");
+	pt_manager_tick(&f->m, t);
+	assert_int_equal(web->idle.state, PT_STATE_ACTIVE);
+	assert_false(waking(&f->r, web->cgroup_id));
+}
+
 /* One epoch's scan of this process for @ctx: 32 chunks, accessed or only present. */
 static void feed_scan(struct pt_manager *m, struct pt_context *ctx, bool accessed)
 {
@@ -326,6 +426,76 @@ static void feed_scan(struct pt_manager *m, struct pt_context *ctx, bool accesse
 }
 
 /*
+ * A steady context (active, touching what it touched before, nothing fresh) is scanned
+ * less and less often, each scan standing for the intervals it covered; anything fresh
+ * brings it back to every interval.
+ */
+static void test_steady_scans_stretch(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms(), epochs;
+
+	/* Long enough thresholds for a stretch of 8: idle after 60 s, cold after 2 min. */
+	{
+		char err[PT_ERRBUF_MAX];
+		struct pt_config cfg;
+
+		fx_write(f->etc, "containers.d/ct.conf",
+			 "[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 2m\n\n"
+			 "[db]\nmatch_cgroup = /ct/db\nclass = critical\n");
+		assert_int_equal(pt_config_load(&cfg, f->etc, false, err), 0);
+		pt_manager_reload(&f->m, &cfg);
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(pt_context_max_stretch(web), 8);
+	web->policy.cold_after_ms = 8000;
+	assert_int_equal(pt_context_max_stretch(web), 2);	/* a quarter of cold_after */
+	web->policy.cold_after_ms = 120000;
+
+	feed_scan(&f->m, web, true);	/* 2 MiB fresh: every interval */
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->scan_stretch, 1);
+	for (uint32_t want = 2; want <= 16; want *= 2) {
+		epochs = pt_hot_now(&web->hot);
+		feed_scan(&f->m, web, true);	/* the same chunks again: steady */
+		finish_all(&f->m, &f->r);
+		assert_int_equal(web->scan_stretch, want > 8 ? 8 : want);
+		/* It stood for the stretch it was issued with. */
+		assert_int_equal(pt_hot_now(&web->hot) - epochs, want / 2);
+	}
+	/* The tick issues the next scan 8 intervals after the last, not before. */
+	web->last_scan_ms = t;
+	assert_int_equal(pt_context_next_scan_ms(web), t + 8000);
+	f->r.n = 0;
+	pt_manager_tick(&f->m, t + 1000);
+	assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 0);
+	finish_all(&f->m, &f->r);
+	pt_manager_tick(&f->m, t + 8000);
+	assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 1);
+	finish_all(&f->m, &f->r);
+	/* Fresh memory: every interval again. */
+	{
+		struct pt_action *scan = pt_context_scan(web, PT_SCANNER_FALLBACK, -1, 16);
+		struct pt_proc_scan *ps;
+
+		assert_non_null(scan);
+		scan->scans = ps = calloc(1, sizeof(*ps));
+		scan->n_scans = 1;
+		ps->pid = getpid();
+		ps->chunks = calloc(32, sizeof(*ps->chunks));
+		ps->n = ps->cap = 32;
+		for (int i = 0; i < 32; i++) {
+			ps->chunks[i].addr = 0x7e0000000000ULL + ((uint64_t)i << 16);
+			ps->chunks[i].present = ps->chunks[i].accessed = 16;
+		}
+		pt_manager_action_done(&f->m, scan);
+	}
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->scan_stretch, 1);
+}
+
+/*
  * Idle, after its offload: swap cache nobody maps (what its timers' faults read ahead) is
  * trimmed after a scan once it exceeds PT_IDLE_STRAY_SWAPCACHE, never a mapped page's worth.
  */
@@ -344,13 +514,13 @@ static void test_idle_trims_stray_swapcache(void **state)
 	assert_int_equal(web->n_offloads, 1);
 	/* 1 MiB mapped, 1.5 MiB of swap cache: at most 0.5 MiB unmapped, left alone. */
 	fx_write(f->root, "ct/web/memory.stat", "anon 1048576\nfile 0\nswapcached 1572864\n");
-	pt_manager_tick(&f->m, t += 100);
+	pt_manager_tick(&f->m, t += 1000);	/* memory.stat is read once per scan interval */
 	finish_all(&f->m, &f->r);
 	feed_scan(&f->m, web, false);
 	assert_int_equal(count(&f->r, web, PT_JOB_TRIM), 0);
 	/* 8 MiB of swap cache: at least 7 MiB of it unmapped, trimmed, that much at most. */
 	fx_write(f->root, "ct/web/memory.stat", "anon 1048576\nfile 0\nswapcached 8388608\n");
-	pt_manager_tick(&f->m, t += 100);
+	pt_manager_tick(&f->m, t += 1000);
 	finish_all(&f->m, &f->r);
 	feed_scan(&f->m, web, false);
 	assert_int_equal(count(&f->r, web, PT_JOB_TRIM), 1);
@@ -438,6 +608,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_contexts_follow_the_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_walk_keeps_contexts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tick_costs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_walk_and_sample_errors_drop_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),
