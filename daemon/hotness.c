@@ -316,8 +316,11 @@ int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *o
 		m[i].id = ids[i];
 		m[i].order = (uint32_t)i;
 		m[i].region = ids[i] >> rshift;
+		uint64_t need = pt_idset_has(&h->refaulted, ids[i]) ?
+				(uint64_t)cold_epochs * PT_HOT_REFAULT_COLD_MULT : cold_epochs;
+
 		m[i].cold = pt_mq_lookup(h->mq, ids[i], &info) == 0 &&
-			    info.last_access + cold_epochs < now;
+			    info.last_access + need < now;
 	}
 	free(ids);
 	/*

@@ -35,6 +35,13 @@
 #define PT_HOT_FRESH_EPOCHS	8
 /* khugepaged's default max_ptes_swap: see pt_hot_cold_chunks(). */
 #define PT_HOT_REGION_SWAP_MAX	64
+/*
+ * A chunk that came back after an offload proved its cold threshold too short for it: it
+ * leaves again only after this many times that threshold without an access (a cache's
+ * LRU crawler or a periodic sweep that touches everything now and then would otherwise
+ * fault it back after each offload: writes and refaults for no saving).
+ */
+#define PT_HOT_REFAULT_COLD_MULT 8
 /* Refault rates (per epoch, x1000) below which the cold backoff does not grow. */
 #define PT_HOT_BACKOFF_MIN_MILLI 1000
 
@@ -64,7 +71,10 @@ struct pt_hot {
 	int pidfds[PT_HOT_MAX_PROCS];
 	uint64_t epochs;
 
-	/* Chunks refaulted since the last wake: part of the next wake set. */
+	/*
+	 * Chunks refaulted since the last wake: part of the next wake set, and cold only after
+	 * PT_HOT_REFAULT_COLD_MULT times the threshold (pt_hot_cold_chunks).
+	 */
 	struct pt_idset refaulted;
 
 	/* Wake set recorded at idle, hottest first. */
@@ -118,8 +128,9 @@ int pt_hot_apply_scans(struct pt_hot *h, struct pt_proc_scan *scans, int n);
 void pt_hot_skip_epochs(struct pt_hot *h, uint32_t n);
 
 /*
- * Up to @max resident chunks not accessed for @cold_epochs epochs (demotions in the model
- * do not count as accesses), coldest first, into
+ * Up to @max resident chunks not accessed for @cold_epochs epochs (PT_HOT_REFAULT_COLD_MULT
+ * times that for a chunk refaulted since the last wake; demotions in the model do not
+ * count as accesses), coldest first, into
  * @ids; only from 2 MiB regions whose resident chunks are all cold (so a transparent huge
  * page leaves whole). Returns the count or a negative errno.
  */

@@ -161,8 +161,29 @@ static void test_refault_and_wake_set(void **state)
 	/* Chunk 50 was cold but is used again: a refault, remembered for the wake set. */
 	scan_one(&h, 1, only, &fifty);
 	assert_int_equal(h.refaults, 1);
+	/*
+	 * A chunk that came back waits PT_HOT_REFAULT_COLD_MULT times the threshold before it
+	 * may leave again; the others leave after the threshold as before.
+	 */
+	{
+		uint64_t id50 = pt_hot_chunk_id(&h, 0, BASE + 50 * CHUNK);
+		bool has50 = false;
+		int e;
+
+		for (e = 0; e < 2 * PT_HOT_REFAULT_COLD_MULT; e++) {
+			scan_one(&h, 1, first_ten, NULL);
+			n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
+			has50 = false;
+			for (int i = 0; i < n; i++)
+				has50 |= ids[i] == id50;
+			if (has50)
+				break;
+		}
+		/* Accessed in epoch E, cold once E + 16 < now: 16 scans after the refault. */
+		assert_int_equal(e + 1, 2 * PT_HOT_REFAULT_COLD_MULT);
+	}
 	/* Idle: the wake set is what was used recently, plus the refaulted chunk. */
-	n = pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 3);
+	n = pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 20);
 	assert_int_equal(n, 11);
 	{
 		bool has50 = false;
