@@ -2,22 +2,91 @@
 #include "maps.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+/* Parses a hexadecimal (@base 16) or decimal number at @p; the end, or NULL if none. */
+static const char *number(const char *p, unsigned int base, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *start = p;
+
+	for (;; p++) {
+		unsigned int d;
+
+		if (*p >= '0' && *p <= '9')
+			d = (unsigned int)(*p - '0');
+		else if (base == 16 && *p >= 'a' && *p <= 'f')
+			d = (unsigned int)(*p - 'a' + 10);
+		else if (base == 16 && *p >= 'A' && *p <= 'F')
+			d = (unsigned int)(*p - 'A' + 10);
+		else
+			break;
+		if (v > (UINT64_MAX - d) / base)
+			return NULL;	/* overflows: not a maps line */
+		v = v * base + d;
+	}
+	*out = v;
+	return p > start ? p : NULL;
+}
+
+/* Skips one or more blanks; NULL if there are none. */
+static const char *blanks(const char *p)
+{
+	const char *start = p;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p > start ? p : NULL;
+}
+
+/* A run of non-blank characters of length [1, @max]; its end, or NULL. */
+static const char *token(const char *p, size_t max)
+{
+	const char *start = p;
+
+	while (*p && *p != ' ' && *p != '\t' && *p != '\n')
+		p++;
+	return p > start && (size_t)(p - start) <= max ? p : NULL;
+}
+
+/*
+ * One line of /proc/PID/maps: "start-end perms offset dev inode   path". Parsed by hand:
+ * sscanf() was the daemon's costliest libc call, at one call per mapping per scan.
+ */
+static bool parse_maps_line(const char *line, uint64_t *start, uint64_t *end, char perms[5],
+			    uint64_t *inode, const char **path)
+{
+	const char *p = line, *q;
+	uint64_t offset;
+
+	if (!(p = number(p, 16, start)) || *p++ != '-' || !(p = number(p, 16, end)) ||
+	    !(p = blanks(p)))
+		return false;
+	q = p;
+	if (!(p = token(p, 4)) || p - q != 4)
+		return false;
+	memcpy(perms, q, 4);
+	perms[4] = '\0';
+	if (!(p = blanks(p)) || !(p = number(p, 16, &offset)) || !(p = blanks(p)) ||
+	    !(p = token(p, 15)) || !(p = blanks(p)) || !(p = number(p, 10, inode)))
+		return false;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	*path = p;
+	return true;
+}
+
 enum pt_map_kind pt_maps_classify(const char *line, struct pt_range *r)
 {
-	uint64_t start, end, offset, inode;
-	char perms[8], dev[16];
-	int path_off = 0;
+	uint64_t start, end, inode;
+	char perms[5];
 	const char *path;
 
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %15s %" SCNu64 " %n", &start,
-		   &end, perms, &offset, dev, &inode, &path_off) < 6 ||
-	    end <= start || strlen(perms) != 4)
+	if (!parse_maps_line(line, &start, &end, perms, &inode, &path) || end <= start)
 		return PT_MAP_INVALID;
-	path = path_off ? line + path_off : "";
 	r->start = start;
 	r->len = end - start;
 	/* Readable: a PROT_NONE guard region holds nothing. */

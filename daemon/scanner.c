@@ -75,34 +75,58 @@ int pt_fold_pagemap(const uint64_t *pm, uint64_t n, uint64_t start, unsigned int
 	return 0;
 }
 
-static inline bool bit(const uint64_t *bm, uint64_t i)
+/* Bits set in [from, to) of @bm & @and (@and NULL: of @bm alone; @bm NULL: none). */
+static uint32_t count_bits(const uint64_t *bm, const uint64_t *and, uint64_t from, uint64_t to)
 {
-	return bm && (bm[i / 64] >> (i % 64)) & 1;
+	uint32_t n = 0;
+
+	if (!bm)
+		return 0;
+	while (from < to) {
+		uint64_t w = bm[from / 64], take = 64 - from % 64;
+
+		if (and)
+			w &= and[from / 64];
+		w >>= from % 64;
+		if (take > to - from)
+			take = to - from;
+		if (take < 64)
+			w &= (1ULL << take) - 1;
+		n += (uint32_t)__builtin_popcountll(w);
+		from += take;
+	}
+	return n;
 }
 
+/*
+ * Chunk by chunk, with population counts: the page-by-page loop this replaces was the
+ * daemon's costliest function once the bitmaps were no longer cleared whole.
+ */
 int pt_fold_bitmaps(const uint64_t *accessed, const uint64_t *present, const uint64_t *swapped,
 		    uint64_t npages, uint64_t start, unsigned int chunk_shift,
 		    struct pt_proc_scan *out)
 {
 	uint64_t mask = ~((1ULL << chunk_shift) - 1);
 
-	for (uint64_t i = 0; i < npages; i++) {
-		bool p = bit(present, i), sw = bit(swapped, i);
+	for (uint64_t i = 0, next; i < npages; i = next) {
+		uint64_t chunk = (start + (i << PT_PAGE_SHIFT)) & mask;
+		uint32_t p, sw;
 		struct pt_chunk_scan *c;
 
-		if (!p && !sw) {
-			/* Skip whole empty words quickly: sparse mappings are common. */
-			if (i % 64 == 0 && i + 64 <= npages && !(present && present[i / 64]) &&
-			    !(swapped && swapped[i / 64]))
-				i += 63;
+		/* The first page of the next chunk (chunks of at least a page). */
+		next = (chunk + (1ULL << chunk_shift) - start) >> PT_PAGE_SHIFT;
+		if (next > npages || next <= i)
+			next = next <= i ? i + 1 : npages;
+		p = count_bits(present, NULL, i, next);
+		sw = count_bits(swapped, NULL, i, next);
+		if (!p && !sw)
 			continue;
-		}
-		c = chunk_at(out, (start + (i << PT_PAGE_SHIFT)) & mask);
+		c = chunk_at(out, chunk);
 		if (!c)
 			return -ENOMEM;
 		c->present += p;
 		c->swapped += sw;
-		c->accessed += p && bit(accessed, i);
+		c->accessed += count_bits(accessed, present, i, next);
 	}
 	return 0;
 }

@@ -573,6 +573,65 @@ static void test_fold_bitmaps(void **state)
 	pt_proc_scan_free(&out);
 }
 
+/* The page-by-page fold pt_fold_bitmaps() must equal, chunk for chunk. */
+static void fold_reference(const uint64_t *acc, const uint64_t *pres, const uint64_t *swp,
+			   uint64_t npages, uint64_t start, unsigned int shift,
+			   struct pt_proc_scan *out)
+{
+	for (uint64_t i = 0; i < npages; i++) {
+		bool p = (pres[i / 64] >> (i % 64)) & 1, sw = (swp[i / 64] >> (i % 64)) & 1;
+		uint64_t addr = (start + i * 4096) & ~((1ULL << shift) - 1);
+
+		if (!p && !sw)
+			continue;
+		if (!out->n || out->chunks[out->n - 1].addr != addr) {
+			out->chunks = realloc(out->chunks, (out->n + 1) * sizeof(*out->chunks));
+			assert_non_null(out->chunks);
+			memset(&out->chunks[out->n], 0, sizeof(*out->chunks));
+			out->chunks[out->n++].addr = addr;
+		}
+		out->chunks[out->n - 1].present += p;
+		out->chunks[out->n - 1].swapped += sw;
+		out->chunks[out->n - 1].accessed += p && ((acc[i / 64] >> (i % 64)) & 1);
+	}
+}
+
+/* Random bitmaps, unaligned starts, several chunk sizes: the same chunks as page by page. */
+static void test_fold_bitmaps_random(void **state)
+{
+	static const unsigned int shifts[] = { 12, 13, 16, 18, 21 };
+	uint64_t acc[64], pres[64], swp[64], seed = 42;
+
+	(void)state;
+	for (int round = 0; round < 400; round++) {
+		struct pt_proc_scan got = { 0 }, want = { 0 };
+		unsigned int shift = shifts[round % 5];
+		uint64_t npages, start;
+
+		for (int w = 0; w < 64; w++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			pres[w] = round % 3 ? seed : seed & (seed >> 7);
+			swp[w] = ~pres[w] & (seed >> 13) & (seed << 5);
+			acc[w] = seed ^ (seed >> 31);
+			if (round % 7 == 0 && w % 3)
+				pres[w] = swp[w] = 0;	/* sparse */
+		}
+		npages = 1 + (seed >> 40) % (64 * 64);
+		start = BASE + ((seed >> 20) % 512) * 4096;
+		assert_int_equal(pt_fold_bitmaps(acc, pres, swp, npages, start, shift, &got), 0);
+		fold_reference(acc, pres, swp, npages, start, shift, &want);
+		assert_int_equal(got.n, want.n);
+		for (uint32_t i = 0; i < got.n; i++) {
+			assert_true(got.chunks[i].addr == want.chunks[i].addr);
+			assert_int_equal(got.chunks[i].present, want.chunks[i].present);
+			assert_int_equal(got.chunks[i].swapped, want.chunks[i].swapped);
+			assert_int_equal(got.chunks[i].accessed, want.chunks[i].accessed);
+		}
+		pt_proc_scan_free(&got);
+		free(want.chunks);
+	}
+}
+
 static void ref_cb(uint64_t start, uint64_t end, uint64_t kb, void *arg)
 {
 	uint64_t *got = arg;
@@ -633,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_exited_process_forgotten),
 		cmocka_unit_test(test_fold_pagemap),
 		cmocka_unit_test(test_fold_bitmaps),
+		cmocka_unit_test(test_fold_bitmaps_random),
 		cmocka_unit_test(test_smaps_referenced),
 		cmocka_unit_test(test_idset),
 		cmocka_unit_test(test_pidfd_kept_with_the_slot),
