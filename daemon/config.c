@@ -167,6 +167,109 @@ int pt_parse_bool(const char *s, bool *out)
 	return -EINVAL;
 }
 
+/*
+ * Container cgroups. Each runtime names a container's own cgroup after its id, 64 hex
+ * digits (Docker, Podman, containerd's CRI plugin and CRI-O draw them alike):
+ *   Docker            /system.slice/docker-<id>.scope            /docker/<id>
+ *   Podman            /machine.slice/libpod-<id>.scope           /libpod_parent/libpod-<id>
+ *   containerd (k8s)  .../kubepods-<qos>-pod<uid>.slice/cri-containerd-<id>.scope
+ *                     /kubepods/<qos>/pod<uid>/<id>
+ *   CRI-O (k8s)       .../kubepods-<qos>-pod<uid>.slice/crio-<id>.scope
+ *                     /kubepods/<qos>/pod<uid>/crio-<id>
+ * (systemd driver left, cgroupfs right; guaranteed pods sit right below kubepods.slice or
+ * kubepods). Beside them, not containers: conmon, the monitor Podman and CRI-O run per
+ * container (libpod-conmon-<id>.scope, crio-conmon-<id>[.scope], Podman's cgroupfs
+ * <parent>/conmon), and the pod slices. Below them: crun's "container" sub-cgroup on cgroup
+ * v2 and whatever a container's own systemd creates, which the container's context covers.
+ */
+static const char *const runtime_prefixes[] = { "docker-", "libpod-", "cri-containerd-",
+						"crio-" };
+
+static bool is_id_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("0123456789abcdef", s[i]) || !s[i])
+			return false;
+	return true;
+}
+
+/* What a runtime wrapped in cgroup name @name (@n bytes): "<prefix>X[.scope]" -> X. */
+static const char *unwrap_runtime_name(const char *name, size_t *n)
+{
+	for (size_t i = 0; i < sizeof(runtime_prefixes) / sizeof(runtime_prefixes[0]); i++) {
+		size_t pl = strlen(runtime_prefixes[i]);
+
+		if (*n > pl && strncmp(name, runtime_prefixes[i], pl) == 0) {
+			name += pl;
+			*n -= pl;
+			if (*n > 6 && memcmp(name + *n - 6, ".scope", 6) == 0)
+				*n -= 6;
+			break;
+		}
+	}
+	return name;
+}
+
+bool pt_cgroup_container_id(const char *relpath, char id[PT_ID_LEN + 1])
+{
+	const char *last = strrchr(relpath, '/');
+	size_t n;
+
+	last = last ? last + 1 : relpath;
+	n = strlen(last);
+	/* "libpod-conmon-<id>" unwraps to "conmon-<id>": not 64 hex, not a container. */
+	last = unwrap_runtime_name(last, &n);
+	if (n != PT_ID_LEN || !is_id_hex(last, n))
+		return false;
+	memcpy(id, last, n);
+	id[n] = '\0';
+	return true;
+}
+
+/* A runtime's monitor, beside its container: never one itself. */
+static bool is_monitor_cgroup(const char *last)
+{
+	return strncmp(last, "libpod-conmon-", 14) == 0 || strncmp(last, "crio-conmon-", 12) == 0 ||
+	       strcmp(last, "conmon") == 0;
+}
+
+/* 0, or -EINVAL with the reason, for the operator, in @why. */
+static int check_match_id(const char *v, char *why, size_t len)
+{
+	const char *last = strrchr(v, '/'), *inner;
+	size_t n = strlen(v), in_n;
+	bool hex_any_case = n > 0;
+
+	for (size_t i = 0; i < n; i++)
+		hex_any_case &= isxdigit((unsigned char)v[i]) != 0;
+	last = last ? last + 1 : v;
+	in_n = strlen(last);
+	inner = unwrap_runtime_name(last, &in_n);
+	if (strncmp(v, "sha256:", 7) == 0) {
+		snprintf(why, len, "match_id must be a container's id, not an image's digest, got '%.80s' (docker ps --no-trunc, podman ps --no-trunc and crictl ps --no-trunc show container ids)",
+			 v);
+	} else if (!hex_any_case && in_n >= PT_ID_MIN && in_n <= PT_ID_LEN &&
+		   is_id_hex(inner, in_n)) {
+		snprintf(why, len, "match_id is the container id alone: write 'match_id = %.*s', got '%.80s' (match_cgroup takes paths and globs)",
+			 (int)in_n, inner, v);
+	} else if (!hex_any_case) {
+		snprintf(why, len, "match_id must be a container id, hex digits (0-9, a-f) only, got '%.80s'",
+			 v);
+	} else if (!is_id_hex(v, n)) {
+		snprintf(why, len, "match_id must be in lower case, as runtimes print ids, got '%.80s'",
+			 v);
+	} else if (n < PT_ID_MIN) {
+		snprintf(why, len, "match_id must be at least %d hex digits, enough to name one container (docker ps, podman ps and crictl ps show 12 or 13), got '%s' (%zu)",
+			 PT_ID_MIN, v, n);
+	} else if (n > PT_ID_LEN) {
+		snprintf(why, len, "match_id must be at most %d hex digits (a whole container id), got %zu",
+			 PT_ID_LEN, n);
+	} else {
+		return 0;
+	}
+	return -EINVAL;
+}
+
 /* State of one file's parse: inih calls the handler per key; we count lines ourselves. */
 struct parse_state {
 	struct pt_config *cfg;
@@ -261,18 +364,30 @@ static int policy_key(struct parse_state *st, struct pt_policy *p, const char *s
 	uint64_t v;
 
 	if (strcmp(name, "match_cgroup") == 0) {
-		if (value[0] != '/' || strlen(value) >= sizeof(p->match_cgroup)) {
+		size_t n = strlen(value), root = strlen(st->cfg->cgroup_root);
+
+		if (value[0] != '/' || n >= sizeof(p->match_cgroup)) {
 			add_error(st, "match_cgroup must be a path or glob starting with '/' below cgroup_root (e.g. /system.slice/docker-*.scope), got '%s'",
+				  value);
+			return 0;
+		}
+		if (root > 1 && strncmp(value, st->cfg->cgroup_root, root) == 0 &&
+		    value[root] == '/') {
+			add_error(st, "match_cgroup is a path below cgroup_root (%s): write '%s' without it, got '%s'",
+				  st->cfg->cgroup_root, value + root, value);
+			return 0;
+		}
+		if (value[n - 1] == '/') {
+			add_error(st, "match_cgroup must name cgroups, and cgroup paths do not end with '/' (the root cgroup is never a container), got '%s'",
 				  value);
 			return 0;
 		}
 		snprintf(p->match_cgroup, sizeof(p->match_cgroup), "%s", value);
 	} else if (strcmp(name, "match_id") == 0) {
-		size_t n = strlen(value);
+		char why[512];
 
-		if (n < 12 || n >= sizeof(p->match_id) || strspn(value, "0123456789abcdef") != n) {
-			add_error(st, "match_id must be a container id (lower-case hex, at least 12 characters), got '%s'",
-				  value);
+		if (check_match_id(value, why, sizeof(why))) {
+			add_error(st, "%s", why);
 			return 0;
 		}
 		snprintf(p->match_id, sizeof(p->match_id), "%s", value);
@@ -596,13 +711,26 @@ static int validate_policies(struct pt_config *cfg, char *err)
 
 	for (size_t i = 0; i < cfg->n_policies; i++) {
 		struct pt_policy *p = &cfg->policies[i];
+		size_t len;
 
 		if (!p->match_cgroup[0] && !p->match_id[0]) {
-			size_t len = strlen(err);
-
+			len = strlen(err);
 			snprintf(err + len, PT_ERRBUF_MAX - len,
 				 "%s: container [%s] has neither match_cgroup nor match_id, so it can match nothing\n",
 				 p->source, p->name);
+			rc = -EINVAL;
+		}
+		for (size_t j = 0; p->match_id[0] && j < i; j++) {
+			const struct pt_policy *q = &cfg->policies[j];
+			size_t np = strlen(p->match_id), nq = strlen(q->match_id);
+
+			if (!nq || strncmp(p->match_id, q->match_id, np < nq ? np : nq))
+				continue;
+			len = strlen(err);
+			snprintf(err + len, PT_ERRBUF_MAX - len,
+				 "%s: container [%s]: match_id %s can name the same container as match_id %s of [%s] (%s)%s: give each container one section\n",
+				 p->source, p->name, p->match_id, q->match_id, q->name, q->source,
+				 np == nq ? "" : ", one being a prefix of the other");
 			rc = -EINVAL;
 		}
 		apply_defaults(p, &cfg->defaults);
@@ -678,31 +806,38 @@ out:
 	return rc;
 }
 
+static bool matches_id(const struct pt_policy *p, const char *relpath)
+{
+	char id[PT_ID_LEN + 1];
+
+	/* A prefix of the id: the short id the runtimes print is one. */
+	return p->match_id[0] && pt_cgroup_container_id(relpath, id) &&
+	       strncmp(id, p->match_id, strlen(p->match_id)) == 0;
+}
+
+static bool matches_glob(const struct pt_policy *p, const char *relpath)
+{
+	const char *last = strrchr(relpath, '/'), *plast = strrchr(p->match_cgroup, '/');
+
+	if (!p->match_cgroup[0] || fnmatch(p->match_cgroup, relpath, FNM_PATHNAME) != 0)
+		return false;
+	/* libpod-*.scope means the containers, not their conmon-s; "*conmon*" means these. */
+	last = last ? last + 1 : relpath;
+	return !is_monitor_cgroup(last) || strstr(plast ? plast : p->match_cgroup, "conmon");
+}
+
 bool pt_policy_matches(const struct pt_policy *p, const char *relpath)
 {
-	if (p->match_cgroup[0] && fnmatch(p->match_cgroup, relpath, FNM_PATHNAME) == 0)
-		return true;
-	if (p->match_id[0]) {
-		/*
-		 * Runtimes name a container's cgroup after its id (docker-<id>.scope,
-		 * crio-<id>.scope, libpod-<id>, or the bare id); match the last component only,
-		 * so a parent slice never matches a child's id.
-		 */
-		const char *last = strrchr(relpath, '/');
-		const char *hit;
-
-		last = last ? last + 1 : relpath;
-		hit = strstr(last, p->match_id);
-		if (hit && (hit == last || !isxdigit((unsigned char)hit[-1])))
-			return true;
-	}
-	return false;
+	return matches_id(p, relpath) || matches_glob(p, relpath);
 }
 
 const struct pt_policy *pt_config_match(const struct pt_config *cfg, const char *relpath)
 {
 	for (size_t i = 0; i < cfg->n_policies; i++)
-		if (pt_policy_matches(&cfg->policies[i], relpath))
+		if (matches_id(&cfg->policies[i], relpath))
+			return &cfg->policies[i];
+	for (size_t i = 0; i < cfg->n_policies; i++)
+		if (matches_glob(&cfg->policies[i], relpath))
 			return &cfg->policies[i];
 	return NULL;
 }

@@ -5,7 +5,8 @@
  * pagetierd.conf:                       containers.d/web.conf (one section per container):
  *   [daemon]                              [web-a]
  *   cgroup_root = /sys/fs/cgroup          match_cgroup = /pt-a          (glob on the path
- *   runtime_dir = /run/pagetier           match_id = 3f2a9c01ab77         below cgroup_root)
+ *   runtime_dir = /run/pagetier                                           below cgroup_root)
+ *                                         match_id = 3f2a9c01ab77       (container id)
  *   poll_interval = 500ms                 class = besteffort | critical
  *   log_level = info                      idle_threshold = 30s
  *   scan_interval = 1s                    cold_after = 2m               (0: only at idle)
@@ -35,6 +36,9 @@
 
 #define PT_NAME_MAX 64
 #define PT_ERRBUF_MAX 4096
+/* Container ids (Docker, Podman, containerd's CRI, CRI-O): 64 hex digits; match_id 12+. */
+#define PT_ID_LEN 64
+#define PT_ID_MIN 12
 
 enum pt_class { PT_CLASS_BESTEFFORT, PT_CLASS_CRITICAL };
 
@@ -42,7 +46,7 @@ struct pt_policy {
 	char name[PT_NAME_MAX];
 	char source[PATH_MAX];		/* file:line of the section, for messages */
 	char match_cgroup[PATH_MAX];	/* glob over "/a/b" paths below cgroup_root, or "" */
-	char match_id[128];		/* container id (or a prefix of 12+ chars), or "" */
+	char match_id[PT_ID_LEN + 1];	/* container id or a prefix of 12+ hex digits, or "" */
 	enum pt_class class;
 	struct pt_idle_params idle;	/* what idle means for it (idle.h) */
 	uint64_t resident_floor_bytes;
@@ -79,9 +83,28 @@ void pt_config_defaults(struct pt_config *cfg);
 int pt_config_load(struct pt_config *cfg, const char *dir, bool check_perms, char *err);
 void pt_config_free(struct pt_config *cfg);
 
-/* Returns the first policy matching @relpath ("/a/b" below cgroup_root), or NULL. */
+/*
+ * The policy for @relpath ("/a/b" below cgroup_root), or NULL: the first whose match_id
+ * names the cgroup's container, else the first whose match_cgroup glob matches it. A
+ * specific id beats a glob whatever the order of the files.
+ *
+ * match_id matches only a container's own cgroup, named by its runtime after its full id:
+ * "<id>" (Docker and containerd with the cgroupfs driver), or "<runtime>-<id>" with an
+ * optional ".scope" (the systemd driver), runtime docker, libpod (Podman), cri-containerd
+ * or crio. Never a runtime's monitor (libpod-conmon-<id>.scope, crio-conmon-<id>), a pod's
+ * slice, or a cgroup below the container's (crun's "container", a nested init.scope).
+ *
+ * match_cgroup is an fnmatch(3) glob with FNM_PATHNAME ('*' does not cross '/'). It never
+ * matches a monitor cgroup (libpod-conmon-*, crio-conmon-*, Podman's cgroupfs "conmon")
+ * unless the glob's last component itself says "conmon".
+ */
 const struct pt_policy *pt_config_match(const struct pt_config *cfg, const char *relpath);
 bool pt_policy_matches(const struct pt_policy *p, const char *relpath);
+/*
+ * The id of the container whose own cgroup @relpath is (its last component, shapes above)
+ * into @id; false if it is not one.
+ */
+bool pt_cgroup_container_id(const char *relpath, char id[PT_ID_LEN + 1]);
 
 /* Value parsers: 0 or -EINVAL. Sizes take K/M/G/T (binary) suffixes, durations ms/s/m/h. */
 int pt_parse_size(const char *s, uint64_t *out);

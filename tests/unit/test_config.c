@@ -12,6 +12,21 @@
 #include "config.h"
 #include "fixture.h"
 
+/* Container ids as the runtimes draw them: 64 hex digits. */
+#define ID_DOCKER "3f2a9c01ab77d548c5b83fa61d8e3bd86ad42a7ffea9b7c86e3f9d8095c1577d"
+/* Shares ID_DOCKER's first 11 digits, one short of the shortest match_id. */
+#define ID_TWIN "3f2a9c01ab7e72b33a1cb0bfc9cdd3db0102962414c7a0d85aad94eba64cd8c3"
+#define ID_PODMAN "2f259bab93aaaaa2542ba43ef33eb990d0999ee1b9924b557b7be53c0b7a1bb9"
+#define ID_CTRD "2397d068a8d1552a4c3f9147ba9c94e086bfd66fb2acb5bbaf47197105127d5f"
+#define ID_CRIO "c64064614423cb790e88b3e5492ff5ccf673b25ae823089f7a60c65cda24d809"
+#define ID_PAUSE "b7ad567477c83756aab9a542b2be04f77dbae25115d85f22070d74d8cc4779dc"
+/* A pod's uid, as the kubelet writes it in systemd slice names and in cgroupfs paths. */
+#define UID_SD "6b1e3f0a_52c4_4e7b_9d1a_0c8f2b7a9e31"
+#define UID_FS "6b1e3f0a-52c4-4e7b-9d1a-0c8f2b7a9e31"
+#define BURSTABLE "/kubepods.slice/kubepods-burstable.slice"
+#define POD_SD BURSTABLE "/kubepods-burstable-pod" UID_SD ".slice"
+#define POD_FS "/kubepods/burstable/pod" UID_FS
+
 static void test_parse_size(void **state)
 {
 	uint64_t v;
@@ -139,7 +154,7 @@ static void test_load_good(void **state)
 	assert_true(p->prefetch);
 	assert_non_null(strstr(p->source, "web.conf:1"));
 
-	p = pt_config_match(&cfg, "/system.slice/docker-3f2a9c01ab77aa55.scope");
+	p = pt_config_match(&cfg, "/system.slice/docker-" ID_DOCKER ".scope");
 	assert_non_null(p);
 	assert_string_equal(p->name, "db");
 	assert_int_equal(p->class, PT_CLASS_CRITICAL);
@@ -154,8 +169,10 @@ static void test_load_good(void **state)
 
 	assert_null(pt_config_match(&cfg, "/pt/gamma"));
 	assert_null(pt_config_match(&cfg, "/pt/alpha/child"));	/* globs do not cross '/' */
-	/* An id inside a longer hex run is a different container. */
-	assert_null(pt_config_match(&cfg, "/system.slice/docker-aa3f2a9c01ab77.scope"));
+	/* An id that holds the match_id anywhere but at its start is a different container. */
+	assert_null(pt_config_match(&cfg, "/system.slice/docker-aa3f2a9c01ab77"
+				       "2397d068a8d1552a4c3f9147ba9c94e086bfd66fb2acb5bbaf.scope"));
+	assert_null(pt_config_match(&cfg, "/system.slice/docker-" ID_TWIN ".scope"));
 	/* A parent named after the id does not make its children match. */
 	assert_null(pt_config_match(&cfg, "/3f2a9c01ab77/x"));
 	pt_config_free(&cfg);
@@ -331,6 +348,265 @@ static void test_unsafe_permissions(void **state)
 	fx_rmtree(dir);
 }
 
+/* Loads @conf as containers.d/c.conf (asserting it is valid) into @cfg. */
+static char *load(struct pt_config *cfg, const char *conf)
+{
+	char *dir = fx_tmpdir(), err[PT_ERRBUF_MAX];
+
+	fx_write(dir, "containers.d/c.conf", conf);
+	if (pt_config_load(cfg, dir, true, err))
+		fail_msg("config rejected:\n%s", err);
+	return dir;
+}
+
+/* The name of the policy for @relpath, or "-". */
+static const char *who(const struct pt_config *cfg, const char *relpath)
+{
+	const struct pt_policy *p = pt_config_match(cfg, relpath);
+
+	return p ? p->name : "-";
+}
+
+/* Which cgroup names are a container's own, and whose: every runtime, both drivers. */
+static void test_container_id_shapes(void **state)
+{
+	static const struct {
+		const char *relpath, *id;
+	} yes[] = {
+		{ "/system.slice/docker-" ID_DOCKER ".scope", ID_DOCKER },	/* docker, systemd */
+		{ "/docker/" ID_DOCKER, ID_DOCKER },				/* docker, cgroupfs */
+		{ "/machine.slice/libpod-" ID_PODMAN ".scope", ID_PODMAN },	/* podman, systemd */
+		{ "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ID_PODMAN
+		  ".scope", ID_PODMAN },					/* podman, rootless */
+		{ "/machine.slice/machine-libpod_pod_" ID_PAUSE ".slice/libpod-" ID_PODMAN ".scope",
+		  ID_PODMAN },							/* in a podman pod */
+		{ "/libpod_parent/libpod-" ID_PODMAN, ID_PODMAN },		/* podman, cgroupfs */
+		{ POD_SD "/cri-containerd-" ID_CTRD ".scope", ID_CTRD },	/* containerd, k8s */
+		{ "/kubepods.slice/kubepods-pod" UID_SD ".slice/cri-containerd-" ID_CTRD ".scope",
+		  ID_CTRD },							/* guaranteed QoS */
+		{ "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_SD
+		  ".slice/cri-containerd-" ID_CTRD ".scope", ID_CTRD },
+		{ POD_FS "/" ID_CTRD, ID_CTRD },				/* containerd, cgroupfs */
+		{ "/kubepods/pod" UID_FS "/" ID_CTRD, ID_CTRD },		/* ... guaranteed */
+		{ POD_SD "/crio-" ID_CRIO ".scope", ID_CRIO },			/* cri-o, systemd */
+		{ POD_FS "/crio-" ID_CRIO, ID_CRIO },				/* cri-o, cgroupfs */
+		{ POD_SD "/docker-" ID_DOCKER ".scope", ID_DOCKER },		/* cri-dockerd */
+	};
+	static const char *const no[] = {
+		"/machine.slice/libpod-conmon-" ID_PODMAN ".scope",	/* podman's monitor */
+		"/libpod_parent/conmon",				/* ... with cgroupfs */
+		"/libpod_parent/libpod-" ID_PODMAN "/conmon",		/* ... older podman */
+		POD_SD "/crio-conmon-" ID_CRIO ".scope",		/* cri-o's monitor */
+		POD_FS "/crio-conmon-" ID_CRIO,
+		"/machine.slice/libpod-" ID_PODMAN ".scope/container",	/* crun's sub-cgroup */
+		"/system.slice/docker-" ID_DOCKER ".scope/init.scope",	/* systemd inside */
+		POD_SD, POD_FS, BURSTABLE, "/kubepods.slice", "/kubepods/burstable",
+		"/kubepods.slice/kubepods-pod" UID_SD ".slice",
+		"/machine.slice/machine-libpod_pod_" ID_PAUSE ".slice",	/* a podman pod */
+		"/system.slice/docker.service", "/system.slice/containerd.service",
+		"/system.slice/docker-" ID_DOCKER ".mount",		/* not a runtime's shape */
+		"/system.slice/" ID_DOCKER ".scope",
+		"/system.slice/docker-" ID_DOCKER "0.scope",		/* 65 digits */
+		"/system.slice/docker-3f2a9c01ab77.scope",		/* 12: ids have 64 */
+		"/docker/3F2A9C01AB77D548C5B83FA61D8E3BD86AD42A7FFEA9B7C86E3F9D8095C1577D",
+		"/system.slice/docker-.scope", "", "/",
+	};
+	char id[PT_ID_LEN + 1];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!pt_cgroup_container_id(yes[i].relpath, id))
+			fail_msg("%s: not taken for a container", yes[i].relpath);
+		assert_string_equal(id, yes[i].id);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (pt_cgroup_container_id(no[i], id))
+			fail_msg("%s: taken for container %s", no[i], id);
+}
+
+/* match_id: the id or its short form finds the container's own cgroup, whatever the runtime. */
+static void test_match_id_every_runtime(void **state)
+{
+	struct pt_config cfg;
+	char *dir;
+
+	(void)state;
+	dir = load(&cfg, "[docker]\nmatch_id = 3f2a9c01ab77\n\n"	/* docker ps's short id */
+			 "[podman]\nmatch_id = " ID_PODMAN "\n\n"	/* the whole id */
+			 "[ctrd]\nmatch_id = 2397d068a8d15\n\n"		/* crictl ps: 13 */
+			 "[crio]\nmatch_id = c64064614423cb790e88\n");
+	assert_string_equal(who(&cfg, "/system.slice/docker-" ID_DOCKER ".scope"), "docker");
+	assert_string_equal(who(&cfg, "/docker/" ID_DOCKER), "docker");
+	assert_string_equal(who(&cfg, POD_SD "/docker-" ID_DOCKER ".scope"), "docker");
+	assert_string_equal(who(&cfg, "/machine.slice/libpod-" ID_PODMAN ".scope"), "podman");
+	assert_string_equal(who(&cfg, "/libpod_parent/libpod-" ID_PODMAN), "podman");
+	assert_string_equal(who(&cfg, POD_SD "/cri-containerd-" ID_CTRD ".scope"), "ctrd");
+	assert_string_equal(who(&cfg, POD_FS "/" ID_CTRD), "ctrd");
+	assert_string_equal(who(&cfg, "/kubepods.slice/kubepods-pod" UID_SD
+				      ".slice/cri-containerd-" ID_CTRD ".scope"), "ctrd");
+	assert_string_equal(who(&cfg, POD_SD "/crio-" ID_CRIO ".scope"), "crio");
+	assert_string_equal(who(&cfg, POD_FS "/crio-" ID_CRIO), "crio");
+
+	/* Never the monitor beside the container, nor what is below or above it. */
+	assert_string_equal(who(&cfg, "/machine.slice/libpod-conmon-" ID_PODMAN ".scope"), "-");
+	assert_string_equal(who(&cfg, POD_SD "/crio-conmon-" ID_CRIO ".scope"), "-");
+	assert_string_equal(who(&cfg, POD_FS "/crio-conmon-" ID_CRIO), "-");
+	assert_string_equal(who(&cfg, "/machine.slice/libpod-" ID_PODMAN ".scope/container"), "-");
+	assert_string_equal(who(&cfg, POD_SD), "-");
+	assert_string_equal(who(&cfg, POD_FS), "-");
+	/* A container whose id shares 11 digits with a match_id is another container. */
+	assert_string_equal(who(&cfg, "/system.slice/docker-" ID_TWIN ".scope"), "-");
+	/* The pod's sandbox (pause) container is a container of its own. */
+	assert_string_equal(who(&cfg, POD_SD "/cri-containerd-" ID_PAUSE ".scope"), "-");
+	pt_config_free(&cfg);
+	fx_rmtree(dir);
+
+	/* A whole id that differs in its last digit names another container. */
+	dir = load(&cfg, "[a]\nmatch_id = " ID_DOCKER "\n");
+	assert_string_equal(who(&cfg, "/docker/" ID_DOCKER), "a");
+	assert_string_equal(who(&cfg, "/docker/3f2a9c01ab77d548c5b83fa61d8e3bd86ad42a7ffea9b7c86e3f"
+				      "9d8095c1577e"), "-");
+	pt_config_free(&cfg);
+	fx_rmtree(dir);
+}
+
+/* match_cgroup over Kubernetes and Podman trees: QoS classes, pods, containers. */
+static void test_match_cgroup_globs(void **state)
+{
+	struct pt_config cfg;
+	char *dir;
+
+	(void)state;
+	/* Each burstable pod a context of its own (its containers inside it). */
+	dir = load(&cfg, "[pods]\nmatch_cgroup = " BURSTABLE "/kubepods-burstable-pod*.slice\n");
+	assert_string_equal(who(&cfg, POD_SD), "pods");
+	assert_string_equal(who(&cfg, POD_SD "/cri-containerd-" ID_CTRD ".scope"), "-");
+	assert_string_equal(who(&cfg, BURSTABLE), "-");
+	assert_string_equal(who(&cfg, "/kubepods.slice/kubepods-besteffort.slice/"
+				      "kubepods-besteffort-pod" UID_SD ".slice"), "-");
+	pt_config_free(&cfg);
+	fx_rmtree(dir);
+
+	/* Guaranteed pods sit beside the QoS slices: "pod*" keeps those out. */
+	dir = load(&cfg, "[guaranteed]\nmatch_cgroup = /kubepods.slice/kubepods-pod*.slice\n");
+	assert_string_equal(who(&cfg, "/kubepods.slice/kubepods-pod" UID_SD ".slice"),
+			    "guaranteed");
+	assert_string_equal(who(&cfg, BURSTABLE), "-");
+	assert_string_equal(who(&cfg, "/kubepods.slice/kubepods-besteffort.slice"), "-");
+	pt_config_free(&cfg);
+	fx_rmtree(dir);
+
+	/* Each container of each besteffort pod, containerd and CRI-O, never CRI-O's conmon. */
+	dir = load(&cfg, "[be]\nmatch_cgroup = /kubepods.slice/kubepods-besteffort.slice/*/*.scope\n"
+			 "[befs]\nmatch_cgroup = /kubepods/besteffort/pod*/*\n");
+	assert_string_equal(who(&cfg, "/kubepods.slice/kubepods-besteffort.slice/"
+				      "kubepods-besteffort-pod" UID_SD ".slice/crio-" ID_CRIO
+				      ".scope"), "be");
+	assert_string_equal(who(&cfg, "/kubepods.slice/kubepods-besteffort.slice/"
+				      "kubepods-besteffort-pod" UID_SD ".slice/cri-containerd-"
+				      ID_CTRD ".scope"), "be");
+	assert_string_equal(who(&cfg, "/kubepods.slice/kubepods-besteffort.slice/"
+				      "kubepods-besteffort-pod" UID_SD ".slice/crio-conmon-"
+				      ID_CRIO ".scope"), "-");
+	assert_string_equal(who(&cfg, "/kubepods.slice/kubepods-besteffort.slice/"
+				      "kubepods-besteffort-pod" UID_SD ".slice"), "-");
+	assert_string_equal(who(&cfg, "/kubepods/besteffort/pod" UID_FS "/" ID_CTRD), "befs");
+	assert_string_equal(who(&cfg, "/kubepods/besteffort/pod" UID_FS "/crio-" ID_CRIO), "befs");
+	assert_string_equal(who(&cfg, "/kubepods/besteffort/pod" UID_FS "/crio-conmon-" ID_CRIO),
+			    "-");
+	pt_config_free(&cfg);
+	fx_rmtree(dir);
+
+	/* libpod-*.scope means Podman's containers, not their conmon-s... */
+	dir = load(&cfg, "[podman]\nmatch_cgroup = /machine.slice/libpod-*.scope\n"
+			 "[fs]\nmatch_cgroup = /libpod_parent/*\n");
+	assert_string_equal(who(&cfg, "/machine.slice/libpod-" ID_PODMAN ".scope"), "podman");
+	assert_string_equal(who(&cfg, "/machine.slice/libpod-conmon-" ID_PODMAN ".scope"), "-");
+	assert_string_equal(who(&cfg, "/libpod_parent/libpod-" ID_PODMAN), "fs");
+	assert_string_equal(who(&cfg, "/libpod_parent/conmon"), "-");
+	pt_config_free(&cfg);
+	fx_rmtree(dir);
+
+	/* ... unless the glob asks for them by name. */
+	dir = load(&cfg, "[monitors]\nmatch_cgroup = /machine.slice/libpod-conmon-*.scope\n");
+	assert_string_equal(who(&cfg, "/machine.slice/libpod-conmon-" ID_PODMAN ".scope"),
+			    "monitors");
+	assert_string_equal(who(&cfg, "/machine.slice/libpod-" ID_PODMAN ".scope"), "-");
+	pt_config_free(&cfg);
+	fx_rmtree(dir);
+}
+
+/* A container named by its id takes that policy, before any glob, whatever the file order. */
+static void test_id_beats_glob(void **state)
+{
+	char *dir = fx_tmpdir(), err[PT_ERRBUF_MAX];
+	struct pt_config cfg;
+
+	(void)state;
+	fx_write(dir, "containers.d/00-all.conf",
+		 "[all]\nmatch_cgroup = /system.slice/docker-*.scope\n");
+	fx_write(dir, "containers.d/10-db.conf",
+		 "[db]\nmatch_cgroup = /db\nmatch_id = 3f2a9c01ab77\nclass = critical\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), 0);
+	assert_string_equal(who(&cfg, "/system.slice/docker-" ID_DOCKER ".scope"), "db");
+	assert_string_equal(who(&cfg, "/system.slice/docker-" ID_TWIN ".scope"), "all");
+	assert_string_equal(who(&cfg, "/db"), "db");	/* either key matches */
+	assert_true(pt_policy_matches(&cfg.policies[0], "/system.slice/docker-" ID_DOCKER ".scope"));
+	pt_config_free(&cfg);
+	fx_rmtree(dir);
+}
+
+static void test_bad_match(void **state)
+{
+	(void)state;
+	expect_bad("[a]\nmatch_id = 3f2a9c01ab7\n", "2",
+		   "match_id must be at least 12 hex digits, enough to name one container");
+	expect_bad("[a]\nmatch_id = \n", "2", "match_id must be a container id, hex digits");
+	expect_bad("[a]\nmatch_id = web-1\n", "2", "match_id must be a container id, hex digits (0-9, a-f) only, got 'web-1'");
+	expect_bad("[a]\nmatch_id = 3F2A9C01AB77\n", "2", "match_id must be in lower case");
+	expect_bad("[a]\nmatch_id = " ID_DOCKER "0\n", "2",
+		   "match_id must be at most 64 hex digits (a whole container id), got 65");
+	expect_bad("[a]\nmatch_id = sha256:" ID_DOCKER "\n", "2",
+		   "match_id must be a container's id, not an image's digest");
+	expect_bad("[a]\nmatch_id = docker-" ID_DOCKER ".scope\n", "2",
+		   "write 'match_id = " ID_DOCKER "'");
+	expect_bad("[a]\nmatch_id = /kubepods/besteffort/pod" UID_FS "/crio-3f2a9c01ab77\n", "2",
+		   "write 'match_id = 3f2a9c01ab77'");
+	expect_bad("[a]\nmatch_id = libpod-conmon-" ID_PODMAN ".scope\n", "2",
+		   "hex digits (0-9, a-f) only");
+	expect_bad("[a]\nmatch_cgroup = /sys/fs/cgroup/system.slice/docker-*.scope\n", "2",
+		   "match_cgroup is a path below cgroup_root (/sys/fs/cgroup): write '/system.slice/docker-*.scope' without it");
+	expect_bad("[a]\nmatch_cgroup = /kubepods.slice/\n", "2",
+		   "cgroup paths do not end with '/'");
+	expect_bad("[a]\nmatch_cgroup = /\n", "2", "cgroup paths do not end with '/'");
+}
+
+/* Two sections that can take the same container: the second would never apply. */
+static void test_overlapping_ids(void **state)
+{
+	char *dir = fx_tmpdir(), err[PT_ERRBUF_MAX];
+	struct pt_config cfg;
+
+	(void)state;
+	fx_write(dir, "containers.d/a.conf", "[db]\nmatch_id = 3f2a9c01ab77\n");
+	fx_write(dir, "containers.d/b.conf", "\n[db-full]\nmatch_id = " ID_DOCKER "\n"
+		 "[twin]\nmatch_id = 3f2a9c01ab7e\n");	/* not the same: fine */
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), -EINVAL);
+	assert_non_null(strstr(err, "b.conf:2: container [db-full]: match_id " ID_DOCKER
+				    " can name the same container as match_id 3f2a9c01ab77 of [db] ("));
+	assert_non_null(strstr(err, "a.conf:1), one being a prefix of the other"));
+	assert_null(strstr(err, "[twin]"));
+	fx_rmtree(dir);
+
+	dir = fx_tmpdir();
+	fx_write(dir, "containers.d/a.conf", "[x]\nmatch_id = 3f2a9c01ab77\n\n"
+		 "[y]\nmatch_id = 3f2a9c01ab77\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), -EINVAL);
+	assert_non_null(strstr(err, "a.conf:4: container [y]: match_id 3f2a9c01ab77 can name the same container as match_id 3f2a9c01ab77 of [x] ("));
+	assert_non_null(strstr(err, "a.conf:1): give each container one section"));
+	fx_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +623,12 @@ int main(void)
 		cmocka_unit_test(test_bad_main_conf),
 		cmocka_unit_test(test_duplicate_container_across_files),
 		cmocka_unit_test(test_unsafe_permissions),
+		cmocka_unit_test(test_container_id_shapes),
+		cmocka_unit_test(test_match_id_every_runtime),
+		cmocka_unit_test(test_match_cgroup_globs),
+		cmocka_unit_test(test_id_beats_glob),
+		cmocka_unit_test(test_bad_match),
+		cmocka_unit_test(test_overlapping_ids),
 	};
 
 	umask(022);
