@@ -603,6 +603,56 @@ static void test_control_protocol(void **state)
 	free(s);
 }
 
+/*
+ * Container runtimes' real trees: a context per matched cgroup, the outermost one of a
+ * subtree (a pod taken whole leaves its containers to it), never a runtime's monitor.
+ */
+static void test_runtime_trees(void **state)
+{
+#define PODMAN "2f259bab93aaaaa2542ba43ef33eb990d0999ee1b9924b557b7be53c0b7a1bb9"
+#define CTRD "2397d068a8d1552a4c3f9147ba9c94e086bfd66fb2acb5bbaf47197105127d5f"
+#define CRIO "c64064614423cb790e88b3e5492ff5ccf673b25ae823089f7a60c65cda24d809"
+#define POD_B "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6b1e3f0a_52c4_4e7b_9d1a_0c8f2b7a9e31.slice"
+#define POD_BE "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0c8f2b7a_9e31_4e7b_9d1a_6b1e3f0a52c4.slice"
+	static const char *const tree[] = {
+		"machine.slice/libpod-" PODMAN ".scope",
+		"machine.slice/libpod-" PODMAN ".scope/container",	/* crun's, cgroup v2 */
+		"machine.slice/libpod-conmon-" PODMAN ".scope",
+		POD_B, POD_B "/cri-containerd-" CTRD ".scope",
+		POD_BE, POD_BE "/crio-" CRIO ".scope", POD_BE "/crio-conmon-" CRIO ".scope",
+	};
+	struct fixture *f = *state;
+	char err[PT_ERRBUF_MAX];
+	struct pt_config cfg;
+	struct pt_context *c;
+
+	for (size_t i = 0; i < sizeof(tree) / sizeof(tree[0]); i++)
+		cgroup(f->root, tree[i], 1000);
+	fx_write(f->etc, "containers.d/ct.conf",
+		 "[podman]\nmatch_id = 2f259bab93aa\n\n"
+		 "[burstable]\nmatch_cgroup = /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod*.slice\n\n"
+		 "[ctrd]\nmatch_id = 2397d068a8d15\n\n"	/* inside a pod already taken */
+		 "[crio]\nmatch_id = c64064614423\n");
+	assert_int_equal(pt_config_load(&cfg, f->etc, false, err), 0);
+	pt_manager_reload(&f->m, &cfg);
+	assert_int_equal(f->m.n_ctxs, 3);
+	c = ctx_named(&f->m, "podman");
+	assert_non_null(c);
+	assert_string_equal(c->relpath, "/machine.slice/libpod-" PODMAN ".scope");
+	c = ctx_named(&f->m, "burstable");
+	assert_non_null(c);
+	assert_string_equal(c->relpath, "/" POD_B);
+	assert_null(ctx_named(&f->m, "ctrd"));
+	c = ctx_named(&f->m, "crio");
+	assert_non_null(c);
+	assert_string_equal(c->relpath, "/" POD_BE "/crio-" CRIO ".scope");
+#undef PODMAN
+#undef CTRD
+#undef CRIO
+#undef POD_B
+#undef POD_BE
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -616,6 +666,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idle_trims_stray_swapcache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_protocol, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_runtime_trees, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
