@@ -6,7 +6,7 @@
 #   make demo    the end-to-end scenario in a VM, with a report
 #   make bench-density  the density benchmark (bench/density/README.md; hours: QUICK=1)
 #   make lint    checkpatch.pl --strict on the module
-#   make install the daemon, pagetierctl, libpagetier.so, systemd unit (DESTDIR=...)
+#   make install the daemon, pagetierctl, libpagetier.so, systemd unit, man pages (DESTDIR=...)
 #
 # Everything is built under build/; the source tree stays clean.
 
@@ -29,9 +29,12 @@ LIBPTD          := $(B)/obj/libptd.a
 LIBPTD_SAN      := $(B)/obj-san/libptd.a
 USER_LIBS       := -linih -lpthread
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/test_*.c))
+# Man pages: docs/man/NAME.SECTION.scd -> build/man/manSECTION/NAME.SECTION (scdoc).
+MAN_SRC        := $(wildcard docs/man/*.scd)
+MAN_PAGES      := $(foreach s,$(MAN_SRC),$(B)/man/man$(subst .,,$(suffix $(basename $(s))))/$(notdir $(basename $(s))))
 
-.PHONY: all deps kmod daemon tools kselftest bpf libpreload test unit host-test vm-test faults demo lint install fuzz clean help bench-density density-smoke
-all: kmod bpf libpreload daemon tools kselftest
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload man test unit host-test vm-test faults demo lint install fuzz clean help bench-density density-smoke
+all: kmod bpf libpreload daemon tools kselftest man
 
 help:
 	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
@@ -103,6 +106,19 @@ $(B)/bin/ptwork: tests/e2e/ptwork.c
 kselftest:
 	@$(MAKE) -s -C tests/kselftest O=$(CURDIR)/$(B)/kselftest
 
+# --- man pages ---------------------------------------------------------------------------
+# The date in a page is its source's last commit (reproducible), or its mtime if uncommitted.
+man: $(MAN_PAGES)
+
+define scdoc_rule
+$(B)/man/man$(1)/%.$(1): docs/man/%.$(1).scd
+	@mkdir -p $$(@D); echo "  MAN   $$@"
+	@t=$$$$(git log -1 --format=%ct -- $$< 2>/dev/null); \
+	 SOURCE_DATE_EPOCH=$$$${t:-$$$$(stat -c %Y $$<)} scdoc <$$< >$$@.tmp && mv $$@.tmp $$@ || \
+	 { rm -f $$@.tmp; echo "man: scdoc failed on $$< (is scdoc installed? make deps)" >&2; exit 1; }
+endef
+$(foreach sec,5 8,$(eval $(call scdoc_rule,$(sec))))
+
 # --- tests -----------------------------------------------------------------------------
 $(B)/unit/%: tests/unit/%.c $(LIBPTD_SAN) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@ (asan,ubsan)"
@@ -166,19 +182,25 @@ demo: deps
 # Installs the userspace and the configuration examples (never over an existing config).
 # The module is installed with DKMS (packaging/dkms.conf) for the kernels of the host.
 DESTDIR ?=
-install: daemon libpreload
+install: daemon libpreload man
 	install -D -m 0755 $(B)/bin/pagetierd $(DESTDIR)/usr/sbin/pagetierd
 	install -D -m 0755 $(B)/bin/pagetierctl $(DESTDIR)/usr/sbin/pagetierctl
 	install -D -m 0644 $(B)/lib/libpagetier.so $(DESTDIR)/usr/lib/pagetier/libpagetier.so
 	install -D -m 0644 packaging/pagetierd.service $(DESTDIR)/lib/systemd/system/pagetierd.service
+	install -D -m 0644 -t $(DESTDIR)/usr/share/man/man5 $(filter $(B)/man/man5/%,$(MAN_PAGES))
+	install -D -m 0644 -t $(DESTDIR)/usr/share/man/man8 $(filter $(B)/man/man8/%,$(MAN_PAGES))
 	install -d -m 0755 $(DESTDIR)/etc/pagetier/containers.d
 	[ -e $(DESTDIR)/etc/pagetier/pagetierd.conf ] || \
 		install -m 0644 packaging/etc/pagetier/pagetierd.conf $(DESTDIR)/etc/pagetier/
 	install -D -m 0644 packaging/etc/pagetier/containers.d/example.conf \
 		$(DESTDIR)/usr/share/doc/pagetier/examples/containers.d/example.conf
+	install -D -m 0644 packaging/etc/pagetier/pagetierd.conf \
+		$(DESTDIR)/usr/share/doc/pagetier/examples/pagetierd.conf
+	install -D -m 0644 README.md $(DESTDIR)/usr/share/doc/pagetier/README.md
 
 lint:
 	@perl $(B)/linux-src/scripts/checkpatch.pl --no-tree --strict --terse -f kmod/*.c kmod/*.h kmod/uapi/*.h
 
 clean:
-	rm -rf $(B)/bin $(B)/bpf $(B)/lib $(B)/obj $(B)/obj-san $(B)/unit $(B)/kmod $(B)/kselftest $(B)/vm
+	rm -rf $(B)/bin $(B)/bpf $(B)/lib $(B)/obj $(B)/obj-san $(B)/unit $(B)/kmod $(B)/kselftest $(B)/vm \
+		$(B)/man
