@@ -124,13 +124,20 @@ $(B)/unit/%: tests/unit/%.c $(LIBPTD_SAN) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@ (asan,ubsan)"
 	@$(CC) $(USER_CFLAGS) $(SAN) -o $@ $< $(LIBPTD_SAN) -lcmocka $(USER_LIBS)
 
-unit: $(UNIT_TESTS)
+# The man pages against the code (keys, defaults, options: tests/man/check_man.py).
+$(B)/man-test/config_default: tests/man/config_default.c $(LIBPTD) $(DAEMON_HDR)
+	@mkdir -p $(@D); echo "  CC    $@"
+	@$(CC) $(USER_CFLAGS) -o $@ $< $(LIBPTD) $(USER_LIBS)
+
+unit: $(UNIT_TESTS) $(B)/man-test/config_default daemon man
 	@set -e; fail=0; for t in $(UNIT_TESTS); do \
 	  echo "== $$t"; \
 	  ( cd tests/unit && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    timeout -k 5 300 $(CURDIR)/$$t ) || fail=1; \
 	done; \
 	echo "== bench/density/test_density.py"; python3 bench/density/test_density.py || fail=1; \
+	echo "== tests/man/check_man.py"; python3 tests/man/check_man.py --bin $(B)/bin \
+	  --config-default $(B)/man-test/config_default || fail=1; \
 	[ $$fail = 0 ] || { echo "unit tests failed" >&2; exit 1; }
 
 # libFuzzer on the preload decoder (not part of make test: run it for as long as you like).
@@ -203,4 +210,4 @@ lint:
 
 clean:
 	rm -rf $(B)/bin $(B)/bpf $(B)/lib $(B)/obj $(B)/obj-san $(B)/unit $(B)/kmod $(B)/kselftest $(B)/vm \
-		$(B)/man
+		$(B)/man $(B)/man-test
