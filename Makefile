@@ -33,7 +33,7 @@ UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/te
 MAN_SRC        := $(wildcard docs/man/*.scd)
 MAN_PAGES      := $(foreach s,$(MAN_SRC),$(B)/man/man$(subst .,,$(suffix $(basename $(s))))/$(notdir $(basename $(s))))
 
-.PHONY: all deps kmod daemon tools kselftest bpf libpreload man test unit host-test vm-test faults demo lint install fuzz clean help bench-density density-smoke
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload man test unit unit-packaging host-test vm-test faults demo lint install fuzz clean help bench-density density-smoke
 all: kmod bpf libpreload daemon tools kselftest man
 
 help:
@@ -138,7 +138,13 @@ unit: $(UNIT_TESTS) $(B)/man-test/config_default daemon man
 	echo "== bench/density/test_density.py"; python3 bench/density/test_density.py || fail=1; \
 	echo "== tests/man/check_man.py"; python3 tests/man/check_man.py --bin $(B)/bin \
 	  --config-default $(B)/man-test/config_default || fail=1; \
+	$(MAKE) --no-print-directory unit-packaging || fail=1; \
 	[ $$fail = 0 ] || { echo "unit tests failed" >&2; exit 1; }
+
+# systemd-analyze verify on the unit, and the limits and sandboxing the daemon needs
+# (offline: no running systemd needed).
+unit-packaging: daemon man
+	@echo "== tests/packaging/verify_unit.sh"; tests/packaging/verify_unit.sh $(CURDIR)/$(B)
 
 # libFuzzer on the preload decoder (not part of make test: run it for as long as you like).
 fuzz: $(B)/fuzz/fuzz_preload_decode

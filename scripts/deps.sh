@@ -25,8 +25,8 @@ PKGS=(
 	sqlite3 redis-server redis-tools lua5.4 valgrind libclang-rt-14-dev
 	memcached nginx-light postgresql-15 postgresql-contrib zstd
 	python3-matplotlib
-	# the man pages (docs/man/*.scd)
-	scdoc
+	# the man pages (scdoc); systemd-analyze verify of the unit and its man: links
+	scdoc man-db systemd
 )
 
 newest_kernel() { # $1 = regex over package names; prints the highest version
