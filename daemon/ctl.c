@@ -25,6 +25,14 @@ void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *
 
 	if (len == 6 && strncmp(req, "status", 6) == 0) {
 		fprintf(out, "backend: %s\n", pt_manager_backend(m));
+		if (m->fill.capacity_pages)
+			fprintf(out, "tiers: %s, %llu of %llu MiB live, %llu of %llu segments free, %llu offloads held back\n",
+				pt_fill_level_name(m->fill_level),
+				(unsigned long long)(m->fill.live_pages >> 8),
+				(unsigned long long)(m->fill.capacity_pages >> 8),
+				(unsigned long long)m->fill.free_segments,
+				(unsigned long long)m->fill.segments,
+				(unsigned long long)m->fill_deferred);
 		pt_status_table(out, m->ctxs, m->n_ctxs);
 	} else if (len == 11 && strncmp(req, "status json", 11) == 0) {
 		pt_status_json(out, m->ctxs, m->n_ctxs, pt_manager_backend(m), m->bpf_unmatched);

@@ -2,6 +2,7 @@
 #include "kmod_client.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "grow.h"
 #include "log.h"
 
@@ -88,6 +90,31 @@ int pt_kmod_cgroup_stats(int fd, uint32_t tier_id, struct pagetier_cgroup_stat *
 		free(buf);
 		cap = req.count + 16;	/* cgroups appeared meanwhile: retry larger */
 	}
+}
+
+int pt_kmod_tier_fill(const char *sysblock, struct pt_tier_fill *out)
+{
+	DIR *d = opendir(sysblock);
+	struct dirent *de;
+	int n = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char path[PATH_MAX], buf[512];
+		unsigned int id;
+		char tail;
+
+		if (sscanf(de->d_name, PAGETIER_DISK_NAME "%u%c", &id, &tail) != 1)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/seg_stat", sysblock, de->d_name);
+		if (pt_read_file(path, buf, sizeof(buf)) <= 0 || pt_tier_fill_add(out, buf))
+			continue;	/* destroyed meanwhile, or a module without the file */
+		n++;
+	}
+	closedir(d);
+	return n;
 }
 
 int pt_kmod_list_tiers(uint32_t *ids, int max)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "pagetier.h"
+#include "tier_fill.h"
 
 #define PT_CTL_DEV "/dev/" PAGETIER_CTL_NAME
 
@@ -57,6 +58,12 @@ int pt_kmod_events_open(void);
  */
 int pt_kmod_events_read(int fd, void (*fn)(const struct pagetier_event *e, void *arg),
 			void *arg, uint64_t *lost);
+/*
+ * The layout of every tier under @sysblock ("/sys/block"; tests pass a directory of
+ * their own), summed into *@out from each pagetierN/seg_stat. Returns how many tiers were
+ * read, or a negative errno.
+ */
+int pt_kmod_tier_fill(const char *sysblock, struct pt_tier_fill *out);
 /* Tier ids present in /sys/block (pagetierN); returns the count (at most @max). */
 int pt_kmod_list_tiers(uint32_t *ids, int max);
 

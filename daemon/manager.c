@@ -40,6 +40,7 @@ void pt_manager_init(struct pt_manager *m, struct pt_config *cfg)
 	m->scanner = PT_SCANNER_FALLBACK;
 	m->meminfo_path = "/proc/meminfo";
 	m->rescan_interval_ms = PT_RESCAN_MS;
+	m->sysblock_path = "/sys/block";
 }
 
 void pt_manager_free(struct pt_manager *m)
@@ -222,6 +223,8 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 
 		if (trim)
 			submit(m, trim);
+		else if (m->fill_level >= PT_FILL_NO_COLD)
+			m->fill_deferred++;	/* the tiers are nearly full: cold chunks wait */
 		else
 			/*
 			 * Offload is rate-limited: offload_rate over the scan intervals this
@@ -387,7 +390,8 @@ static void keep_watermark(struct pt_manager *m, uint64_t now)
 	struct pt_victim *v;
 	int *map, n_src = 0, n;
 
-	if (!m->cfg.free_watermark || now - m->last_watermark_ms < m->cfg.scan_interval_ms)
+	if (!m->cfg.free_watermark || now - m->last_watermark_ms < m->cfg.scan_interval_ms ||
+	    m->fill_level >= PT_FILL_FULL)
 		return;
 	m->last_watermark_ms = now;
 	avail = mem_available(m->meminfo_path);
@@ -482,7 +486,9 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 		ctx->offload_pending = true;
 	}
 	if (ctx->idle.state == PT_STATE_IDLE && ctx->offload_pending) {
-		if (!ctx->busy && !trim_pending(m, ctx, now)) {
+		if (m->fill_level >= PT_FILL_FULL) {
+			m->fill_deferred++;	/* held until the tiers have room again */
+		} else if (!ctx->busy && !trim_pending(m, ctx, now)) {
 			ctx->offload_pending = false;
 			submit(m, pt_context_offload(ctx, m->cfg.offload_rate));
 		}
@@ -514,8 +520,46 @@ static bool cgroup_gone(const struct pt_context *ctx)
 	return rc == -ENOENT || rc == -ENOTDIR || (!rc && id != ctx->cgroup_id);
 }
 
+/*
+ * How full the tiers are, once per scan interval: cold offload stops first, then all
+ * offload, before writes would fail for want of a free segment (tier_fill.h).
+ */
+static void check_fill(struct pt_manager *m, uint64_t now)
+{
+	struct pt_tier_fill f;
+	enum pt_fill_level level;
+	uint64_t prev_nospace = m->fill.nospace_errors;
+
+	/* Without the module there is no tier in /sys/block: nothing to hold back. */
+	if (m->last_fill_ms && now - m->last_fill_ms < m->cfg.scan_interval_ms)
+		return;
+	m->last_fill_ms = now ? now : 1;
+	if (pt_kmod_tier_fill(m->sysblock_path, &f) <= 0)
+		return;
+	level = pt_tier_fill_level(m->fill_level, &f, prev_nospace);
+	if (level != m->fill_level) {
+		const char *what = level == PT_FILL_OK ? "offloading everything again" :
+				   level == PT_FILL_NO_COLD ? "cold offload of active containers stops" :
+				   "all offload stops until there is room";
+
+		if (level > m->fill_level)
+			pt_warn("tiers %s: %llu of %llu MiB live, %llu of %llu segments free, %llu writes failed for want of one: %s",
+				pt_fill_level_name(level), (unsigned long long)(f.live_pages >> 8),
+				(unsigned long long)(f.capacity_pages >> 8),
+				(unsigned long long)f.free_segments, (unsigned long long)f.segments,
+				(unsigned long long)f.nospace_errors, what);
+		else
+			pt_info("tiers %s: %llu of %llu MiB live: %s", pt_fill_level_name(level),
+				(unsigned long long)(f.live_pages >> 8),
+				(unsigned long long)(f.capacity_pages >> 8), what);
+	}
+	m->fill = f;
+	m->fill_level = level;
+}
+
 void pt_manager_tick(struct pt_manager *m, uint64_t now)
 {
+	check_fill(m, now);
 	if (!m->last_rescan_ms || now - m->last_rescan_ms >= m->rescan_interval_ms) {
 		m->last_rescan_ms = now ? now : 1;
 		pt_manager_rescan(m);

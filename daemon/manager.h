@@ -25,6 +25,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "context.h"
+#include "tier_fill.h"
 #include "kmod_client.h"
 #include "preload_server.h"
 #include "scanner.h"
@@ -66,6 +67,12 @@ struct pt_manager {
 	uint64_t watermark_offloads;	/* chunks chosen by the global victim order */
 	uint64_t last_watermark_ms;
 	uint64_t last_rescan_ms;	/* the last walk of the cgroup tree */
+	/* How full the tiers are (tier_fill.h), looked at once per scan interval. */
+	const char *sysblock_path;	/* /sys/block */
+	struct pt_tier_fill fill;
+	enum pt_fill_level fill_level;
+	uint64_t last_fill_ms;
+	uint64_t fill_deferred;		/* offloads held back because the tiers were full */
 	uint64_t rescan_interval_ms;	/* walks at most this often from ticks (0: each tick) */
 	uint64_t walk_errors;		/* cgroup walks that failed: contexts kept */
 	uint64_t sample_errors;		/* samples that failed for another reason than ENOENT */

@@ -69,6 +69,8 @@ static bool waking(const struct recorder *r, uint64_t id)
 	return false;
 }
 
+static char *answer(struct pt_manager *m, const char *req, uid_t uid);
+
 /* The number of recorded actions of @kind for @ctx. */
 static int count(struct recorder *r, struct pt_context *ctx, enum pt_job_kind kind)
 {
@@ -426,6 +428,48 @@ static void feed_scan(struct pt_manager *m, struct pt_context *ctx, bool accesse
 }
 
 /*
+ * Tiers nearly full: an idle container's offload waits until there is room again (the
+ * levels themselves are test_tier_fill's).
+ */
+static void test_full_tier_holds_offload(void **state)
+{
+	struct fixture *f = *state;
+	char *sysblock = fx_tmpdir();
+	struct pt_context *web;
+	uint64_t t = pt_now_ms();
+
+	/* 64 MiB of 1 MiB segments, 95% live. */
+	fx_write(sysblock, "pagetier0/seg_stat",
+		 "1048576 64 8 1 0 0 0 0 0 15565 67108864\n");
+	f->m.sysblock_path = sysblock;
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(f->m.fill_level, PT_FILL_FULL);
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_int_equal(web->n_offloads, 0);
+	assert_true(f->m.fill_deferred > 0);
+	{
+		char *s = answer(&f->m, "status\n", 0);
+
+		assert_non_null(strstr(s, "tiers: full, 60 of 64 MiB live"));
+		free(s);
+	}
+	/* Room again (half live): the offload it held goes out at the next look. */
+	fx_write(sysblock, "pagetier0/seg_stat",
+		 "1048576 64 30 1 0 0 0 0 0 8192 67108864\n");
+	for (int i = 0; i < 20; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(f->m.fill_level, PT_FILL_OK);
+	assert_int_equal(web->n_offloads, 1);
+	fx_rmtree(sysblock);
+}
+
+/*
  * A steady context (active, touching what it touched before, nothing fresh) is scanned
  * less and less often, each scan standing for the intervals it covered; anything fresh
  * brings it back to every interval.
@@ -659,6 +703,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_contexts_follow_the_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_walk_keeps_contexts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tick_costs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_tier_holds_offload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_walk_and_sample_errors_drop_nothing, setup,
 						teardown),
