@@ -267,8 +267,10 @@ def start_pagetierd(work, scale):
     os.makedirs(os.path.join(conf, "containers.d"))
     with open(os.path.join(conf, "pagetierd.conf"), "w") as f:
         # free_watermark: an eighth of the guest's RAM kept available, by offloading the
-        # host's coldest chunks before the kernel has to reclaim.
-        f.write(f"[daemon]\nruntime_dir = {conf}/run\npoll_interval = 200ms\n"
+        # host's coldest chunks before the kernel has to reclaim. poll_interval is the
+        # product's default (500 ms): a sampling period, not a policy's time constant, so
+        # not time-scaled (the watermark is checked each scan_interval whatever it is).
+        f.write(f"[daemon]\nruntime_dir = {conf}/run\n"
                 f"free_watermark = {meminfo()['MemTotal'] // 8 // MIB}M\n")
     with open(os.path.join(conf, "containers.d", "density.conf"), "w") as f:
         for c in CRIT:
