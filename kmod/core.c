@@ -79,57 +79,63 @@ static int pt_copy_out(void __user *uarg, const void *karg, size_t ksize, u32 us
 	return 0;
 }
 
-static int pt_ioctl_version(void __user *uarg)
-{
-	struct pagetier_version v;
-	u32 usize;
-	int ret;
+/*
+ * The commands. A handler gets the caller's struct already read (pt_copy_in()),
+ * validates what pt_copy_in() does not and does the work; on success the struct is
+ * copied back if the command is _IOR (pt_copy_out()), and if that fails, @undo (if
+ * any) takes back what the handler did. By number only (pt_ioctl()).
+ */
+union pt_ioctl_arg {
+	struct pagetier_version version;
+	struct pagetier_tier_create tier_create;
+	struct pagetier_tier_destroy tier_destroy;
+	struct pagetier_cgroup_stats cgroup_stats;
+	struct pagetier_scan scan;
+	struct pagetier_prefetch prefetch;
+	struct pagetier_events events;
+};
 
-	ret = pt_copy_in(&v, sizeof(v), PT_VERSION_SIZE_V1, uarg, &usize);
-	if (ret)
-		return ret;
-	v.abi_version = PAGETIER_ABI_VERSION;
-	v.features = PT_FEATURES;
-	return pt_copy_out(uarg, &v, sizeof(v), usize);
+struct pt_ioctl_desc {
+	unsigned int cmd;
+	u32 size;			/* sizeof() of our struct */
+	u32 min_size;			/* the first ABI version's */
+	int (*handler)(struct file *file, union pt_ioctl_arg *arg);
+	void (*undo)(union pt_ioctl_arg *arg);
+};
+
+static int pt_ioctl_version(struct file *file, union pt_ioctl_arg *arg)
+{
+	struct pagetier_version *v = &arg->version;
+
+	v->abi_version = PAGETIER_ABI_VERSION;
+	v->features = PT_FEATURES;
+	return 0;
 }
 
-static int pt_ioctl_tier_create(void __user *uarg)
+static int pt_ioctl_tier_create(struct file *file, union pt_ioctl_arg *arg)
 {
-	struct pagetier_tier_create req;
-	u32 usize;
-	int ret;
+	struct pagetier_tier_create *req = &arg->tier_create;
 
-	ret = pt_copy_in(&req, sizeof(req), PT_TIER_CREATE_SIZE_V1, uarg, &usize);
-	if (ret)
-		return ret;
-	if (req.flags || req.reserved)
+	if (req->flags || req->reserved)
 		return -EINVAL;
-	if (!req.backing_path[0] || !memchr(req.backing_path, '\0', sizeof(req.backing_path)))
+	if (!req->backing_path[0] || !memchr(req->backing_path, '\0', sizeof(req->backing_path)))
 		return -EINVAL;
-
-	ret = pt_tier_create(&req);
-	if (ret)
-		return ret;
-	ret = pt_copy_out(uarg, &req, sizeof(req), usize);
-	if (ret) {
-		/* The caller cannot learn the id, so it could never destroy the tier. */
-		if (pt_tier_destroy(req.tier_id))
-			pr_warn("%s%u: created but not reported, and busy: destroy it by id\n",
-				PAGETIER_DISK_NAME, req.tier_id);
-	}
-	return ret;
+	return pt_tier_create(req);
 }
 
-static int pt_ioctl_tier_destroy(void __user *uarg)
+/* The caller cannot learn the id, so it could never destroy the tier. */
+static void pt_ioctl_tier_create_undo(union pt_ioctl_arg *arg)
 {
-	struct pagetier_tier_destroy req;
-	u32 usize;
-	int ret;
+	struct pagetier_tier_create *req = &arg->tier_create;
 
-	ret = pt_copy_in(&req, sizeof(req), PT_TIER_DESTROY_SIZE_V1, uarg, &usize);
-	if (ret)
-		return ret;
-	return pt_tier_destroy(req.tier_id);
+	if (pt_tier_destroy(req->tier_id))
+		pr_warn("%s%u: created but not reported, and busy: destroy it by id\n",
+			PAGETIER_DISK_NAME, req->tier_id);
+}
+
+static int pt_ioctl_tier_destroy(struct file *file, union pt_ioctl_arg *arg)
+{
+	return pt_tier_destroy(arg->tier_destroy.tier_id);
 }
 
 /* Writes @n entries of @entry_size bytes each: truncated, or zero-padded at the end. */
@@ -148,84 +154,96 @@ static int pt_copy_entries(u8 __user *dst, u32 entry_size,
 	return 0;
 }
 
-static int pt_ioctl_cgroup_stats(void __user *uarg)
+static int pt_ioctl_cgroup_stats(struct file *file, union pt_ioctl_arg *arg)
 {
+	struct pagetier_cgroup_stats *req = &arg->cgroup_stats;
 	struct pagetier_cgroup_stat *stats = NULL;
-	struct pagetier_cgroup_stats req;
-	u32 usize, count;
+	u32 count;
 	int n, ret;
 
-	ret = pt_copy_in(&req, sizeof(req), PT_CGROUP_STATS_SIZE_V1, uarg, &usize);
-	if (ret)
-		return ret;
-	if (req.reserved)
+	if (req->reserved)
 		return -EINVAL;
-	if (req.entry_size < PT_CGROUP_STAT_SIZE_V1 || req.entry_size > PT_MAX_STRUCT_SIZE)
+	if (req->entry_size < PT_CGROUP_STAT_SIZE_V1 || req->entry_size > PT_MAX_STRUCT_SIZE)
 		return -EINVAL;
 
-	n = pt_tier_cgroup_stats(req.tier_id, &stats, req.capacity, &count);
+	n = pt_tier_cgroup_stats(req->tier_id, &stats, req->capacity, &count);
 	if (n < 0)
 		return n;
-	ret = pt_copy_entries(u64_to_user_ptr(req.entries), req.entry_size, stats, n);
+	ret = pt_copy_entries(u64_to_user_ptr(req->entries), req->entry_size, stats, n);
 	kvfree(stats);
 	if (ret)
 		return ret;
-	req.count = count;
-	return pt_copy_out(uarg, &req, sizeof(req), usize);
+	req->count = count;
+	return 0;
 }
 
-static int pt_ioctl_scan(void __user *uarg)
+static int pt_ioctl_scan(struct file *file, union pt_ioctl_arg *arg)
 {
-	struct pagetier_scan req;
-	u32 usize;
-	int ret;
-
-	ret = pt_copy_in(&req, sizeof(req), PT_SCAN_SIZE_V1, uarg, &usize);
-	if (ret)
-		return ret;
-	ret = pt_scan(&req);
-	if (ret)
-		return ret;
-	return pt_copy_out(uarg, &req, sizeof(req), usize);
+	return pt_scan(&arg->scan);
 }
 
-static int pt_ioctl_prefetch(void __user *uarg)
+static int pt_ioctl_prefetch(struct file *file, union pt_ioctl_arg *arg)
 {
-	struct pagetier_prefetch req;
-	u32 usize;
-	int ret;
+	struct pagetier_prefetch *req = &arg->prefetch;
 
-	ret = pt_copy_in(&req, sizeof(req), PT_PREFETCH_SIZE_V1, uarg, &usize);
-	if (ret)
-		return ret;
-	if ((req.flags & ~(PAGETIER_PREFETCH_WAIT | PAGETIER_PREFETCH_NEWEST)) || req.reserved)
+	if ((req->flags & ~(PAGETIER_PREFETCH_WAIT | PAGETIER_PREFETCH_NEWEST)) || req->reserved)
 		return -EINVAL;
-	ret = pt_tier_prefetch(&req);
-	if (ret)
-		return ret;
-	return pt_copy_out(uarg, &req, sizeof(req), usize);
+	return pt_tier_prefetch(req);
 }
 
-static int pt_ioctl_events(struct file *file, void __user *uarg)
+static int pt_ioctl_events(struct file *file, union pt_ioctl_arg *arg)
 {
-	struct pagetier_events req;
+	struct pagetier_events *req = &arg->events;
+
+	if (req->flags)
+		return -EINVAL;
+	return pt_events_info(file, req);
+}
+
+#define PT_IOCTL(_cmd, _field, _min_size, _handler, _undo) {			\
+	.cmd		= _cmd,							\
+	.size		= sizeof_field(union pt_ioctl_arg, _field),		\
+	.min_size	= _min_size,						\
+	.handler	= _handler,						\
+	.undo		= _undo,						\
+}
+
+static const struct pt_ioctl_desc pt_ioctls[] = {
+	PT_IOCTL(PAGETIER_IOC_VERSION, version, PT_VERSION_SIZE_V1, pt_ioctl_version, NULL),
+	PT_IOCTL(PAGETIER_IOC_TIER_CREATE, tier_create, PT_TIER_CREATE_SIZE_V1,
+		 pt_ioctl_tier_create, pt_ioctl_tier_create_undo),
+	PT_IOCTL(PAGETIER_IOC_TIER_DESTROY, tier_destroy, PT_TIER_DESTROY_SIZE_V1,
+		 pt_ioctl_tier_destroy, NULL),
+	PT_IOCTL(PAGETIER_IOC_CGROUP_STATS, cgroup_stats, PT_CGROUP_STATS_SIZE_V1,
+		 pt_ioctl_cgroup_stats, NULL),
+	PT_IOCTL(PAGETIER_IOC_SCAN, scan, PT_SCAN_SIZE_V1, pt_ioctl_scan, NULL),
+	PT_IOCTL(PAGETIER_IOC_PREFETCH, prefetch, PT_PREFETCH_SIZE_V1, pt_ioctl_prefetch, NULL),
+	PT_IOCTL(PAGETIER_IOC_EVENTS, events, PT_EVENTS_SIZE_V1, pt_ioctl_events, NULL),
+};
+
+/* Copy in, the handler, copy out (for _IOR commands), as described above. */
+static int pt_ioctl_run(const struct pt_ioctl_desc *d, struct file *file, void __user *uarg)
+{
+	union pt_ioctl_arg arg;
 	u32 usize;
 	int ret;
 
-	ret = pt_copy_in(&req, sizeof(req), PT_EVENTS_SIZE_V1, uarg, &usize);
+	ret = pt_copy_in(&arg, d->size, d->min_size, uarg, &usize);
 	if (ret)
 		return ret;
-	if (req.flags)
-		return -EINVAL;
-	ret = pt_events_info(file, &req);
-	if (ret)
+	ret = d->handler(file, &arg);
+	if (ret || !(_IOC_DIR(d->cmd) & _IOC_READ))
 		return ret;
-	return pt_copy_out(uarg, &req, sizeof(req), usize);
+	ret = pt_copy_out(uarg, &arg, d->size, usize);
+	if (ret && d->undo)
+		d->undo(&arg);
+	return ret;
 }
 
 static long pt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
+	unsigned int i;
 
 	/* The 0600 node is not enough: a leaked descriptor must not grant control. */
 	if (!capable(CAP_SYS_ADMIN))
@@ -234,24 +252,10 @@ static long pt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return -ENOTTY;
 
 	/* By number only: the size bits change whenever a struct grows. */
-	switch (_IOC_NR(cmd)) {
-	case _IOC_NR(PAGETIER_IOC_VERSION):
-		return pt_ioctl_version(uarg);
-	case _IOC_NR(PAGETIER_IOC_TIER_CREATE):
-		return pt_ioctl_tier_create(uarg);
-	case _IOC_NR(PAGETIER_IOC_TIER_DESTROY):
-		return pt_ioctl_tier_destroy(uarg);
-	case _IOC_NR(PAGETIER_IOC_CGROUP_STATS):
-		return pt_ioctl_cgroup_stats(uarg);
-	case _IOC_NR(PAGETIER_IOC_SCAN):
-		return pt_ioctl_scan(uarg);
-	case _IOC_NR(PAGETIER_IOC_PREFETCH):
-		return pt_ioctl_prefetch(uarg);
-	case _IOC_NR(PAGETIER_IOC_EVENTS):
-		return pt_ioctl_events(file, uarg);
-	default:
-		return -ENOTTY;
-	}
+	for (i = 0; i < ARRAY_SIZE(pt_ioctls); i++)
+		if (_IOC_NR(pt_ioctls[i].cmd) == _IOC_NR(cmd))
+			return pt_ioctl_run(&pt_ioctls[i], file, uarg);
+	return -ENOTTY;
 }
 
 /* The event ring of this descriptor, if it subscribed, goes with it. */
