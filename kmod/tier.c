@@ -307,7 +307,7 @@ static void pt_io_endio(struct bio *clone)
 			t->st.read_errors++;
 			owner = t->segs[io->seg].owner;
 			if (owner)
-				t->cg[owner].read_errors++;
+				t->cg[owner].st.read_errors++;
 			spin_unlock_irqrestore(&t->lock, flags);
 			pr_err_ratelimited("%s: read of block %u of %s failed (%d)\n",
 					   t->disk->disk_name, io->pblk, t->backing_path,
@@ -338,17 +338,17 @@ static void pt_account_write_locked(struct pt_tier *t, u64 id, u16 idx, u32 got,
 	struct pt_cgroup *c = &t->cg[idx];
 
 	c->in_use = true;
-	c->bytes_written += (u64)got << PT_SLOT_SHIFT;
-	c->write_ios++;
+	c->st.bytes_written += (u64)got << PT_SLOT_SHIFT;
+	c->st.write_ios++;
 	if (id && idx == PT_CG_UNATTRIBUTED)
 		t->st.cgroup_overflows += got;
 	t->st.bytes_written += (u64)got << PT_SLOT_SHIFT;
 	t->st.write_ios++;
 	if (buffered) {
-		c->buffered_writes += got;
+		c->st.buffered_writes += got;
 		t->st.wb_buffered += got;
 	} else {
-		c->direct_writes += got;
+		c->st.direct_writes += got;
 		t->st.wb_direct += got;
 	}
 }
@@ -569,9 +569,9 @@ static void pt_account_read_locked(struct pt_tier *t, struct pt_top *top)
 	for (; slot < end; slot++) {
 		idx = pt_slot_owner(t, slot) ?: PT_CG_UNATTRIBUTED;
 		t->cg[idx].in_use = true;
-		t->cg[idx].bytes_read += PT_SLOT_SIZE;
+		t->cg[idx].st.bytes_read += PT_SLOT_SIZE;
 		if (idx != run) {
-			t->cg[idx].read_ios++;
+			t->cg[idx].st.read_ios++;
 			run = idx;
 		}
 	}
@@ -625,11 +625,11 @@ static void pt_classify(struct pt_tier *t, struct bio *c, struct pt_top *top,
 		}
 		if (kind == PT_CL_HIT) {
 			o = &t->cg[t->segs[seg].owner];
-			o->staging_hits++;
+			o->st.staging_hits++;
 			cl->pages[i] = pt_stage_take(t, p);
 		} else if (kind == PT_CL_BUF) {
 			/* Pinned: its page is copied outside the lock. */
-			t->cg[t->segs[seg].owner].buffer_hits++;
+			t->cg[t->segs[seg].owner].st.buffer_hits++;
 			e->pins++;
 			cl->bufs[i] = e;
 			cl->pages[i] = e->page;
@@ -656,7 +656,7 @@ static void pt_classify(struct pt_tier *t, struct bio *c, struct pt_top *top,
 		t->demand_inflight++;
 		t->demand_last = jiffies;
 		t->st.staging_misses += i;
-		t->cg[t->segs[cl->seg].owner].staging_misses += i;
+		t->cg[t->segs[cl->seg].owner].st.staging_misses += i;
 		t->st.demand_bytes += (u64)i << PT_SLOT_SHIFT;
 		t->st.demand_bios++;
 		break;
@@ -843,10 +843,10 @@ static void pt_read_finish(struct pt_tier *t, const struct pt_top *top, blk_stat
 	t->st.lat_hist[b]++;
 	cg = &t->cg[top->cg];
 	if (cg->id == top->cgroup_id) {
-		cg->demand_reads++;
-		cg->demand_read_pages += top->pages;
-		cg->demand_read_ns += lat;
-		cg->lat_hist[b]++;
+		cg->st.demand_reads++;
+		cg->st.demand_read_pages += top->pages;
+		cg->st.demand_read_ns += lat;
+		cg->st.read_latency[b]++;
 	}
 	spin_unlock_irqrestore(&t->lock, flags);
 
@@ -924,10 +924,10 @@ static bool pt_read_inline(struct pt_tier *t, struct bio *bio, struct pt_top *to
 			bufs[i]->pins++;
 			pages[i] = bufs[i]->page;
 			t->st.wb_hits++;
-			t->cg[t->segs[pt_seg_of(t, p)].owner].buffer_hits++;
+			t->cg[t->segs[pt_seg_of(t, p)].owner].st.buffer_hits++;
 			continue;
 		}
-		t->cg[t->segs[pt_seg_of(t, p)].owner].staging_hits++;
+		t->cg[t->segs[pt_seg_of(t, p)].owner].st.staging_hits++;
 		pages[i] = pt_stage_take(t, p);
 		top->hits++;
 	}
@@ -1107,95 +1107,181 @@ static struct pt_tier *pt_dev_tier(struct device *dev)
 }
 
 /*
- * tier_stat: one line of fixed columns, the zram mm_stat/io_stat convention; new
- * columns are only ever appended. Documented in kmod/README.md, as the files below.
+ * The *_stat files: one line of fixed columns each, the zram mm_stat/io_stat convention;
+ * new columns are only ever appended. Each file is one table of its columns, in order:
+ * the column's name as kmod/README.md documents it (tests/kmod/check_stat_columns.py
+ * holds the two together), its printf width, and its value: a u32 or u64 field of
+ * struct pt_tier (shifted left by @shift), or what @get computes. Values are read
+ * under t->lock and printed after.
  */
-static ssize_t tier_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
+struct pt_stat_col {
+	const char *name;
+	u64 (*get)(struct pt_tier *t);	/* NULL: the field at @off */
+	u32 off;
+	u8 size;
+	u8 shift;
+	u8 width;
+};
+
+/* @_field: a u32 or u64 member of struct pt_tier, e.g. nr_free or st.gc_moves. */
+#define PT_COL_SHL(_name, _width, _shift, _field...) {				\
+	.name	= _name,							\
+	.off	= offsetof(struct pt_tier, _field),				\
+	.size	= sizeof_field(struct pt_tier, _field) +			\
+		  BUILD_BUG_ON_ZERO(sizeof_field(struct pt_tier, _field) != sizeof(u32) && \
+				    sizeof_field(struct pt_tier, _field) != sizeof(u64)), \
+	.shift	= _shift,							\
+	.width	= _width,							\
+}
+
+#define PT_COL(_name, _width, _field)	PT_COL_SHL(_name, _width, 0, _field)
+#define PT_COL_FN(_name, _width, _get)	{ .name = _name, .get = _get, .width = _width }
+
+/* tier_stat's cgroups: the entries CGROUP_STATS reports. */
+static u64 pt_stat_cgroups(struct pt_tier *t)
 {
-	struct pt_tier *t = pt_dev_tier(dev);
-	u64 v[12];
 	u32 i, cgroups = 0;
 
-	spin_lock_irq(&t->lock);
 	for (i = PT_CG_UNATTRIBUTED; i < t->cg_used; i++)
 		cgroups += t->cg[i].in_use;
-	v[0] = t->pages_stored;
-	v[1] = t->st.bytes_written;
-	v[2] = t->st.bytes_read;
-	v[3] = t->st.write_ios;
-	v[4] = t->st.read_ios;
-	v[5] = t->st.discard_pages;
-	v[6] = t->st.read_errors;
-	v[7] = t->st.write_errors;
-	v[8] = cgroups;
-	v[9] = t->st.cgroup_overflows;
-	v[10] = t->st.cgroup_evictions;
-	v[11] = t->st.cgroup_evicted_pages;
-	spin_unlock_irq(&t->lock);
-
-	return sysfs_emit(buf,
-			  "%8llu %12llu %12llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
-			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
-			  v[11]);
+	return cgroups;
 }
-static DEVICE_ATTR_RO(tier_stat);
+
+/* tier_stat: the tier as a whole. */
+static const struct pt_stat_col pt_tier_stat_cols[] = {
+	PT_COL("pages_stored",		8,	pages_stored),
+	PT_COL("bytes_written",		12,	st.bytes_written),
+	PT_COL("bytes_read",		12,	st.bytes_read),
+	PT_COL("write_ios",		8,	st.write_ios),
+	PT_COL("read_ios",		8,	st.read_ios),
+	PT_COL("discard_pages",		8,	st.discard_pages),
+	PT_COL("read_errors",		8,	st.read_errors),
+	PT_COL("write_errors",		8,	st.write_errors),
+	PT_COL_FN("cgroups",		8,	pt_stat_cgroups),
+	PT_COL("cgroup_overflows",	8,	st.cgroup_overflows),
+	PT_COL("cgroup_evictions",	8,	st.cgroup_evictions),
+	PT_COL("cgroup_evicted_pages",	8,	st.cgroup_evicted_pages),
+};
 
 /* seg_stat: the log-structured layout and the garbage collector. */
-static ssize_t seg_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
-{
-	struct pt_tier *t = pt_dev_tier(dev);
-	u64 v[11];
-
-	spin_lock_irq(&t->lock);
-	v[0] = (u64)t->seg_blocks << PT_SLOT_SHIFT;
-	v[1] = t->nr_segs;
-	v[2] = t->nr_free;
-	v[3] = t->nr_open;
-	v[4] = t->nr_bad;
-	v[5] = t->st.gc_victims;
-	v[6] = t->st.gc_moves;
-	v[7] = t->st.gc_errors;
-	v[8] = t->st.nospace_errors;
-	v[9] = t->pages_stored;
-	v[10] = (u64)t->nr_blocks << PT_SLOT_SHIFT;
-	spin_unlock_irq(&t->lock);
-
-	return sysfs_emit(buf,
-			  "%8llu %8llu %8llu %8llu %8llu %8llu %10llu %8llu %8llu %10llu %12llu\n",
-			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]);
-}
-static DEVICE_ATTR_RO(seg_stat);
+static const struct pt_stat_col pt_seg_stat_cols[] = {
+	PT_COL_SHL("segment_bytes",	8,	PT_SLOT_SHIFT, seg_blocks),
+	PT_COL("segments",		8,	nr_segs),
+	PT_COL("free",			8,	nr_free),
+	PT_COL("open",			8,	nr_open),
+	PT_COL("bad",			8,	nr_bad),
+	PT_COL("gc_victims",		8,	st.gc_victims),
+	PT_COL("gc_moves",		10,	st.gc_moves),
+	PT_COL("gc_errors",		8,	st.gc_errors),
+	PT_COL("nospace_errors",	8,	st.nospace_errors),
+	PT_COL("live_pages",		10,	pages_stored),
+	PT_COL_SHL("backing_bytes_used", 12,	PT_SLOT_SHIFT, nr_blocks),
+};
 
 /* read_stat: demand reads, the staging cache and prefetch. */
-static ssize_t read_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
+static const struct pt_stat_col pt_read_stat_cols[] = {
+	PT_COL("demand_reads",		8,	st.demand_reads),
+	PT_COL("demand_read_pages",	8,	st.demand_read_pages),
+	PT_COL("demand_read_ns",	12,	st.demand_read_ns),
+	PT_COL("staging_hits",		8,	st.staging_hits),
+	PT_COL("staging_misses",	8,	st.staging_misses),
+	PT_COL("staged_pages",		8,	nr_staged),
+	PT_COL("prefetch_bytes",	12,	st.prefetch_bytes),
+	PT_COL("prefetch_ios",		8,	st.prefetch_ios),
+	PT_COL("prefetch_errors",	8,	st.prefetch_errors),
+	PT_COL("staging_evicted",	8,	st.staging_evicted),
+	PT_COL("staging_expired",	8,	st.staging_expired),
+	PT_COL("staging_dropped",	8,	st.staging_dropped),
+	PT_COL("zero_pages",		8,	st.zero_pages),
+	PT_COL("staging_max",		8,	stage_max),
+	PT_COL("prefetch_preempted",	8,	st.prefetch_preempted),
+};
+
+/* io_stat: what the tier sent to the backing device, by class. */
+static const struct pt_stat_col pt_io_stat_cols[] = {
+	PT_COL("writeback_bytes",	12,	st.wb_bytes),
+	PT_COL("writeback_bios",	8,	st.wb_bios),
+	PT_COL("demand_bytes",		12,	st.demand_bytes),
+	PT_COL("demand_bios",		8,	st.demand_bios),
+	PT_COL("prefetch_bytes",	12,	st.prefetch_bytes),
+	PT_COL("prefetch_bios",		8,	st.prefetch_ios),
+	PT_COL("gc_read_bytes",		12,	st.gc_read_bytes),
+	PT_COL("gc_write_bytes",	12,	st.gc_write_bytes),
+	PT_COL("gc_bios",		8,	st.gc_bios),
+};
+
+/* wb_stat: the write buffer. */
+static const struct pt_stat_col pt_wb_stat_cols[] = {
+	PT_COL("buffered",		10,	st.wb_buffered),
+	PT_COL("direct",		10,	st.wb_direct),
+	PT_COL("full",			8,	st.wb_full),
+	PT_COL("held",			8,	wb_held),
+	PT_COL("size",			8,	wb_max),
+	PT_COL("flush_bios",		8,	st.wb_flush_bios),
+	PT_COL("flush_bytes",		12,	st.wb_flush_bytes),
+	PT_COL("dropped",		8,	st.wb_dropped),
+	PT_COL("errors",		8,	st.wb_errors),
+	PT_COL("moved",			8,	st.wb_moved),
+	PT_COL("stuck",			8,	wb_stuck),
+	PT_COL("flush_waits",		8,	st.wb_flush_waits),
+	PT_COL("hits",			8,	st.wb_hits),
+};
+
+/* Columns a *_stat file has at most. */
+#define PT_STAT_COLS_MAX	16
+
+/* A *_stat file: its attribute and its table. */
+struct pt_stat_attr {
+	struct device_attribute attr;
+	const struct pt_stat_col *cols;
+	unsigned int nr;
+};
+
+static u64 pt_stat_value(struct pt_tier *t, const struct pt_stat_col *c)
 {
+	const void *p = (const char *)t + c->off;
+
+	lockdep_assert_held(&t->lock);
+	if (c->get)
+		return c->get(t);
+	if (c->size == sizeof(u32))
+		return (u64)*(const u32 *)p << c->shift;
+	return *(const u64 *)p << c->shift;
+}
+
+/* Any *_stat file: its table's values, each right-aligned in its width. */
+static ssize_t pt_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	const struct pt_stat_attr *sa = container_of(attr, struct pt_stat_attr, attr);
 	struct pt_tier *t = pt_dev_tier(dev);
-	u64 v[15];
+	u64 v[PT_STAT_COLS_MAX];
+	unsigned int i;
+	int n = 0;
 
 	spin_lock_irq(&t->lock);
-	v[0] = t->st.demand_reads;
-	v[1] = t->st.demand_read_pages;
-	v[2] = t->st.demand_read_ns;
-	v[3] = t->st.staging_hits;
-	v[4] = t->st.staging_misses;
-	v[5] = t->nr_staged;
-	v[6] = t->st.prefetch_bytes;
-	v[7] = t->st.prefetch_ios;
-	v[8] = t->st.prefetch_errors;
-	v[9] = t->st.staging_evicted;
-	v[10] = t->st.staging_expired;
-	v[11] = t->st.staging_dropped;
-	v[12] = t->st.zero_pages;
-	v[13] = t->stage_max;
-	v[14] = t->st.prefetch_preempted;
+	for (i = 0; i < sa->nr; i++)
+		v[i] = pt_stat_value(t, &sa->cols[i]);
 	spin_unlock_irq(&t->lock);
 
-	return sysfs_emit(buf,
-			  "%8llu %8llu %12llu %8llu %8llu %8llu %12llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
-			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
-			  v[11], v[12], v[13], v[14]);
+	for (i = 0; i < sa->nr; i++)
+		n += sysfs_emit_at(buf, n, "%s%*llu", i ? " " : "", sa->cols[i].width, v[i]);
+	n += sysfs_emit_at(buf, n, "\n");
+	return n;
 }
-static DEVICE_ATTR_RO(read_stat);
+
+/* The attribute of the file @_file, whose table is pt_<@_file>_cols. */
+#define PT_STAT_ATTR(_file) {							\
+	.attr	= __ATTR(_file, 0444, pt_stat_show, NULL),			\
+	.cols	= pt_##_file##_cols,						\
+	.nr	= ARRAY_SIZE(pt_##_file##_cols) +				\
+		  BUILD_BUG_ON_ZERO(ARRAY_SIZE(pt_##_file##_cols) > PT_STAT_COLS_MAX), \
+}
+
+static struct pt_stat_attr pt_attr_tier_stat = PT_STAT_ATTR(tier_stat);
+static struct pt_stat_attr pt_attr_seg_stat = PT_STAT_ATTR(seg_stat);
+static struct pt_stat_attr pt_attr_read_stat = PT_STAT_ATTR(read_stat);
+static struct pt_stat_attr pt_attr_io_stat = PT_STAT_ATTR(io_stat);
+static struct pt_stat_attr pt_attr_wb_stat = PT_STAT_ATTR(wb_stat);
 
 /* read_latency: the demand read latency histogram, PT_LAT_BUCKETS columns. */
 static ssize_t read_latency_show(struct device *dev, struct device_attribute *attr,
@@ -1215,58 +1301,6 @@ static ssize_t read_latency_show(struct device *dev, struct device_attribute *at
 }
 static DEVICE_ATTR_RO(read_latency);
 
-/* io_stat: what the tier sent to the backing device, by class. */
-static ssize_t io_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
-{
-	struct pt_tier *t = pt_dev_tier(dev);
-	u64 v[9];
-
-	spin_lock_irq(&t->lock);
-	v[0] = t->st.wb_bytes;
-	v[1] = t->st.wb_bios;
-	v[2] = t->st.demand_bytes;
-	v[3] = t->st.demand_bios;
-	v[4] = t->st.prefetch_bytes;
-	v[5] = t->st.prefetch_ios;
-	v[6] = t->st.gc_read_bytes;
-	v[7] = t->st.gc_write_bytes;
-	v[8] = t->st.gc_bios;
-	spin_unlock_irq(&t->lock);
-
-	return sysfs_emit(buf, "%12llu %8llu %12llu %8llu %12llu %8llu %12llu %12llu %8llu\n",
-			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
-}
-static DEVICE_ATTR_RO(io_stat);
-
-/* wb_stat: the write buffer. */
-static ssize_t wb_stat_show(struct device *dev, struct device_attribute *attr, char *buf)
-{
-	struct pt_tier *t = pt_dev_tier(dev);
-	u64 v[13];
-
-	spin_lock_irq(&t->lock);
-	v[0] = t->st.wb_buffered;
-	v[1] = t->st.wb_direct;
-	v[2] = t->st.wb_full;
-	v[3] = t->wb_held;
-	v[4] = t->wb_max;
-	v[5] = t->st.wb_flush_bios;
-	v[6] = t->st.wb_flush_bytes;
-	v[7] = t->st.wb_dropped;
-	v[8] = t->st.wb_errors;
-	v[9] = t->st.wb_moved;
-	v[10] = t->wb_stuck;
-	v[11] = t->st.wb_flush_waits;
-	v[12] = t->st.wb_hits;
-	spin_unlock_irq(&t->lock);
-
-	return sysfs_emit(buf,
-			  "%10llu %10llu %8llu %8llu %8llu %8llu %12llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
-			  v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
-			  v[11], v[12]);
-}
-static DEVICE_ATTR_RO(wb_stat);
-
 static ssize_t backing_dev_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%s\n", pt_dev_tier(dev)->backing_path);
@@ -1274,12 +1308,12 @@ static ssize_t backing_dev_show(struct device *dev, struct device_attribute *att
 static DEVICE_ATTR_RO(backing_dev);
 
 static struct attribute *pt_disk_attrs[] = {
-	&dev_attr_tier_stat.attr,
-	&dev_attr_seg_stat.attr,
-	&dev_attr_read_stat.attr,
+	&pt_attr_tier_stat.attr.attr,
+	&pt_attr_seg_stat.attr.attr,
+	&pt_attr_read_stat.attr.attr,
 	&dev_attr_read_latency.attr,
-	&dev_attr_io_stat.attr,
-	&dev_attr_wb_stat.attr,
+	&pt_attr_io_stat.attr.attr,
+	&pt_attr_wb_stat.attr.attr,
 	&dev_attr_backing_dev.attr,
 	NULL,
 };
@@ -1657,29 +1691,15 @@ void pt_tier_destroy_all(void)
 	idr_destroy(&pt_tiers);
 }
 
+/*
+ * A cgroup's entry of PAGETIER_IOC_CGROUP_STATS: its counters, as kept, and its id and
+ * segment count, which the map keeps apart.
+ */
 static void pt_cg_fill(const struct pt_cgroup *c, struct pagetier_cgroup_stat *o)
 {
+	*o = c->st;
 	o->cgroup_id = c->id;
-	o->pages_stored = c->pages_stored;
-	o->bytes_written = c->bytes_written;
-	o->bytes_read = c->bytes_read;
-	o->write_ios = c->write_ios;
-	o->read_ios = c->read_ios;
-	o->demand_reads = c->demand_reads;
-	o->demand_read_pages = c->demand_read_pages;
-	o->demand_read_ns = c->demand_read_ns;
-	o->staging_hits = c->staging_hits;
-	o->staging_misses = c->staging_misses;
-	o->staged_pages = c->staged_pages;
-	o->prefetch_bytes = c->prefetch_bytes;
-	o->gc_moves = c->gc_moves;
 	o->segments = c->nr_segs;
-	o->read_errors = c->read_errors;
-	BUILD_BUG_ON(sizeof(o->read_latency) != sizeof(c->lat_hist));
-	memcpy(o->read_latency, c->lat_hist, sizeof(o->read_latency));
-	o->buffered_writes = c->buffered_writes;
-	o->direct_writes = c->direct_writes;
-	o->buffer_hits = c->buffer_hits;
 }
 
 /**
@@ -1777,7 +1797,7 @@ int pt_tier_prefetch(struct pagetier_prefetch *req)
 		ret = -EINTR;
 	spin_lock_irq(&t->lock);
 	if (t->cg[idx].id == req->cgroup_id)
-		staged = t->cg[idx].staged_pages;
+		staged = t->cg[idx].st.staged_pages;
 	spin_unlock_irq(&t->lock);
 	req->planned_bytes = planned << PT_SLOT_SHIFT;
 	req->staged_bytes = staged << PT_SLOT_SHIFT;

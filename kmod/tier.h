@@ -120,6 +120,13 @@ struct pt_seg {
 
 #define PT_LAT_BUCKETS		PAGETIER_LAT_BUCKETS
 
+/*
+ * A cgroup's entry in a tier's table. Its counters are defined once, in the ABI: @st is
+ * the struct PAGETIER_IOC_CGROUP_STATS reports (uapi/pagetier.h), kept as it is copied
+ * out, so a new counter is a field there and the code that counts it. st.cgroup_id and
+ * st.segments stay 0: the entry's identity and segment count are @id and @nr_segs, which
+ * the map keeps (pt_cg_fill() puts them in the copy).
+ */
 struct pt_cgroup {
 	struct hlist_node node;		/* in pt_tier.cg_hash while it has an id */
 	struct list_head segs;		/* its segments, oldest first */
@@ -127,25 +134,8 @@ struct pt_cgroup {
 	u64 id;
 	u32 open_seg;			/* PT_NONE if none */
 	u32 nr_segs;
-	u64 pages_stored;
-	u64 bytes_written;
-	u64 bytes_read;
-	u64 write_ios;
-	u64 read_ios;
-	u64 demand_reads;
-	u64 demand_read_pages;
-	u64 demand_read_ns;
-	u64 staging_hits;
-	u64 staging_misses;
-	u64 staged_pages;
-	u64 prefetch_bytes;
-	u64 gc_moves;
-	u64 read_errors;
-	u64 lat_hist[PT_LAT_BUCKETS];
-	u64 buffered_writes;		/* pages whose write completed into the buffer */
-	u64 direct_writes;		/* pages written through before completing */
-	u64 buffer_hits;		/* pages demand reads found in the write buffer */
 	bool in_use;			/* has or had pages here: reported */
+	struct pagetier_cgroup_stat st;
 };
 
 /* A page in the staging cache: the prefetched copy of block @pblk. */

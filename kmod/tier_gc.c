@@ -217,7 +217,7 @@ static int pt_gc_one(struct pt_tier *t)
 		}
 	}
 	t->st.gc_moves += moved;
-	t->cg[owner].gc_moves += moved;
+	t->cg[owner].st.gc_moves += moved;
 	pt_gc_done(t, seg, !ioerr);
 	spin_unlock_irq(&t->lock);
 

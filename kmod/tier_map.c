@@ -188,14 +188,14 @@ static u32 pt_cg_victim(struct pt_tier *t)
 	lockdep_assert_held(&t->lock);
 	if (t->cg_empty)
 		for (i = PT_CG_FIRST; i < t->nr_cg; i++)
-			if (!t->cg[i].pages_stored && i != t->gc_owner)
+			if (!t->cg[i].st.pages_stored && i != t->gc_owner)
 				return i;
 	for (k = 0; k < min_t(u32, n, PT_CG_EVICT_SCAN); k++) {
 		i = PT_CG_FIRST + t->cg_cursor;
 		t->cg_cursor = (t->cg_cursor + 1) % n;
 		if (i == t->gc_owner)
 			continue;
-		if (!best || t->cg[i].pages_stored < t->cg[best].pages_stored)
+		if (!best || t->cg[i].st.pages_stored < t->cg[best].st.pages_stored)
 			best = i;
 	}
 	return best;
@@ -217,14 +217,14 @@ static void pt_cg_evict(struct pt_tier *t, u32 i)
 		s->owner = PT_CG_UNATTRIBUTED;
 	list_splice_tail_init(&c->segs, &u->segs);
 	u->nr_segs += c->nr_segs;
-	u->pages_stored += c->pages_stored;
-	u->staged_pages += c->staged_pages;
+	u->st.pages_stored += c->st.pages_stored;
+	u->st.staged_pages += c->st.staged_pages;
 	u->in_use = true;
 	t->st.cgroup_evictions++;
-	t->st.cgroup_evicted_pages += c->pages_stored;
+	t->st.cgroup_evicted_pages += c->st.pages_stored;
 	c->nr_segs = 0;
-	c->pages_stored = 0;
-	c->staged_pages = 0;
+	c->st.pages_stored = 0;
+	c->st.staged_pages = 0;
 	t->cg_empty++;
 }
 
@@ -261,7 +261,7 @@ u16 pt_cg_get(struct pt_tier *t, u64 id)
 		i = pt_cg_victim(t);
 		if (!i)
 			return PT_CG_UNATTRIBUTED;
-		if (t->cg[i].pages_stored)
+		if (t->cg[i].st.pages_stored)
 			pt_cg_evict(t, i);
 		pt_cg_reset(t, i);
 	}
@@ -294,9 +294,9 @@ u16 pt_cg_find(struct pt_tier *t, u64 id)
 
 static void pt_cg_add_pages(struct pt_tier *t, u16 idx, u32 n)
 {
-	if (!t->cg[idx].pages_stored && idx >= PT_CG_FIRST)
+	if (!t->cg[idx].st.pages_stored && idx >= PT_CG_FIRST)
 		t->cg_empty--;
-	t->cg[idx].pages_stored += n;
+	t->cg[idx].st.pages_stored += n;
 	t->pages_stored += n;
 }
 
@@ -305,7 +305,7 @@ static void pt_cg_sub_page(struct pt_tier *t, u16 idx)
 	t->pages_stored--;
 	if (!idx)
 		return;
-	if (!--t->cg[idx].pages_stored && idx >= PT_CG_FIRST)
+	if (!--t->cg[idx].st.pages_stored && idx >= PT_CG_FIRST)
 		t->cg_empty++;
 }
 

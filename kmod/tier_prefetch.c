@@ -165,7 +165,7 @@ static void pt_stage_unlink(struct pt_tier *t, struct pt_stage *e)
 	t->p2l[e->pblk] &= ~PT_P2L_STAGED;
 	t->nr_staged--;
 	if (owner)
-		t->cg[owner].staged_pages--;
+		t->cg[owner].st.staged_pages--;
 	/* Room for a segment of read-ahead that waited for it. */
 	if (t->pf_full && t->nr_staged + t->pf_inflight + t->seg_blocks <= t->stage_max) {
 		t->pf_full = false;
@@ -247,7 +247,7 @@ static bool pt_stage_insert(struct pt_tier *t, u32 pblk, struct page *page, bool
 	t->p2l[pblk] |= PT_P2L_STAGED;
 	t->nr_staged++;
 	if (owner)
-		t->cg[owner].staged_pages++;
+		t->cg[owner].st.staged_pages++;
 	return true;
 }
 
@@ -457,7 +457,7 @@ static void pt_pf_land(struct pt_tier *t, struct pt_bgio *io)
 	} else {
 		t->st.prefetch_bytes += (u64)io->nr << PT_SLOT_SHIFT;
 		if (s->owner)
-			t->cg[s->owner].prefetch_bytes += (u64)staged << PT_SLOT_SHIFT;
+			t->cg[s->owner].st.prefetch_bytes += (u64)staged << PT_SLOT_SHIFT;
 	}
 	if (staged)
 		pt_tick_arm(t);
