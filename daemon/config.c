@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <ini.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +167,110 @@ int pt_parse_bool(const char *s, bool *out)
 		}
 	}
 	return -EINVAL;
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+int pt_parse_listen(const char *s, struct sockaddr_storage *sa, socklen_t *len, char *why,
+		    size_t whylen)
+{
+	char host[PT_LISTEN_MAX];
+	const char *port;
+	unsigned long p;
+	size_t hl;
+	bool v6;
+
+	memset(sa, 0, sizeof(*sa));
+	if (strlen(s) >= PT_LISTEN_MAX) {
+		snprintf(why, whylen, "'%.80s...' is longer than an address and a port", s);
+		return -EINVAL;
+	}
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb) {
+			snprintf(why, whylen, "'%s': the [IPv6] address has no closing ']'", s);
+			return -EINVAL;
+		}
+		if (rb[1] != ':') {
+			snprintf(why, whylen, "'%s' has no port after the address", s);
+			return -EINVAL;
+		}
+		hl = (size_t)(rb - s - 1);
+		memcpy(host, s + 1, hl);
+		port = rb + 2;
+		v6 = true;
+	} else {
+		const char *colon = strrchr(s, ':');
+
+		if (colon && strchr(s, ':') != colon) {
+			snprintf(why, whylen, "'%s': an IPv6 address goes in brackets before the port",
+				 s);
+			return -EINVAL;
+		}
+		if (!colon) {
+			snprintf(why, whylen, "'%s' has no port", s);
+			return -EINVAL;
+		}
+		hl = (size_t)(colon - s);
+		memcpy(host, s, hl);
+		port = colon + 1;
+		v6 = false;
+	}
+	host[hl] = '\0';
+	if (!hl) {
+		snprintf(why, whylen, "'%s' has no address (127.0.0.1 is this host only, 0.0.0.0 or [::] every interface)",
+			 s);
+		return -EINVAL;
+	}
+	p = all_digits(port) && strlen(port) <= 5 ? strtoul(port, NULL, 10) : 0;
+	if (!p || p > 65535) {
+		snprintf(why, whylen, "'%s': the port must be a number from 1 to 65535", s);
+		return -EINVAL;
+	}
+	if (v6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)sa;
+
+		if (strchr(host, '%')) {
+			snprintf(why, whylen, "'%s': IPv6 zone ids (%%eth0) are not supported", s);
+			return -EINVAL;
+		}
+		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1) {
+			snprintf(why, whylen, "'%s': '%s' is not an IPv6 address", s, host);
+			return -EINVAL;
+		}
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)p);
+		*len = sizeof(*a);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)sa;
+
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1) {
+			bool name = false;
+
+			for (const char *c = host; *c; c++)
+				name |= isalpha((unsigned char)*c) != 0;
+			if (name)
+				snprintf(why, whylen, "'%s': the address must be numeric, not a host name (127.0.0.1 for localhost)",
+					 s);
+			else
+				snprintf(why, whylen, "'%s': '%s' is not an IPv4 address (four numbers from 0 to 255)",
+					 s, host);
+			return -EINVAL;
+		}
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)p);
+		*len = sizeof(*a);
+	}
+	return 0;
 }
 
 /*
@@ -543,6 +649,17 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 			cfg->free_watermark = v;
+		} else if (strcmp(name, "metrics_listen") == 0) {
+			struct sockaddr_storage sa;
+			socklen_t salen;
+			char why[256];
+
+			if (*value && pt_parse_listen(value, &sa, &salen, why, sizeof(why))) {
+				add_error(st, "metrics_listen must be a numeric IPv4 ADDRESS:PORT or [IPv6]:PORT (e.g. 127.0.0.1:9464 or [::1]:9464), or empty for off: %s",
+					  why);
+				return 0;
+			}
+			snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", value);
 		} else if (strcmp(name, "log_level") == 0) {
 			if (pt_log_parse_level(value, &cfg->log_level)) {
 				add_error(st, "log_level must be error, warn, info or debug, got '%s'",
@@ -550,7 +667,7 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 		} else {
-			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, prefetch_rate, free_watermark, log_level)",
+			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, prefetch_rate, free_watermark, metrics_listen, log_level)",
 				  name);
 			return 0;
 		}

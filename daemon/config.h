@@ -14,6 +14,7 @@
  *   offload_rate = 128M
  *   free_watermark = 0                    (keep this much available; 0: off)
  *   prefetch_rate = 1G                    (per container and second; 0: no limit)
+ *   metrics_listen = 127.0.0.1:9464       (Prometheus /metrics; empty: off)
  *   [defaults]                            resident_floor = 0
  *   (any policy key but match_*)          prefetch = yes
  *                                         offload_cap = 0               (0: no cap)
@@ -30,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "idle.h"
 #include "log.h"
@@ -39,6 +41,8 @@
 /* Container ids (Docker, Podman, containerd's CRI, CRI-O): 64 hex digits; match_id 12+. */
 #define PT_ID_LEN 64
 #define PT_ID_MIN 12
+/* metrics_listen: "[" + an IPv6 address (45) + "]:" + a port (5), and room. */
+#define PT_LISTEN_MAX 64
 
 enum pt_class { PT_CLASS_BESTEFFORT, PT_CLASS_CRITICAL };
 
@@ -65,6 +69,7 @@ struct pt_config {
 	uint64_t offload_rate;		/* bytes/s of cold offload per container, at most */
 	uint64_t free_watermark;	/* keep MemAvailable above this (0: off) */
 	uint64_t prefetch_rate;		/* bytes/s of wake prefetch per container, 0: no limit */
+	char metrics_listen[PT_LISTEN_MAX];	/* Prometheus metrics, "ADDR:PORT"; "": off */
 	struct pt_policy defaults;	/* [defaults]: keys a container's section leaves out */
 	enum pt_log_level log_level;
 	struct pt_policy *policies;
@@ -113,5 +118,12 @@ int pt_parse_bool(const char *s, bool *out);
 /* "5%", "0.5%" (one decimal kept) -> permille. */
 int pt_parse_permille(const char *s, uint32_t *out);
 const char *pt_class_name(enum pt_class c);
+/*
+ * A listen address: "A.B.C.D:PORT" or "[IPV6]:PORT", numeric (no host names), port 1-65535,
+ * into @sa (a sockaddr_in or sockaddr_in6; *@len its size). 0, or -EINVAL with the reason,
+ * for the operator, in @why (naming the value, not the key).
+ */
+int pt_parse_listen(const char *s, struct sockaddr_storage *sa, socklen_t *len, char *why,
+		    size_t whylen);
 
 #endif

@@ -178,8 +178,12 @@ def conf_man_checks(man, daemon, policy, default_bin):
                     problems.append(f"{k} (line {line}): no 'Default: *VALUE*' or 'Default: none'")
                     continue
                 if m.group(2):
+                    # "none": a key that names something (match_*), or an optional feature
+                    # whose empty value is the built-in default (off).
                     if k not in ("match_cgroup", "match_id"):
-                        problems.append(f"{k} (line {line}): 'Default: none', but it has a built-in default")
+                        rc, out = same_as_builtin(f"[{section}]\n{k} =\n")
+                        if rc != 0:
+                            problems.append(f"{k} (line {line}): 'Default: none', but '{k} =' (empty) is not the built-in default: {out}")
                     continue
                 rc, out = same_as_builtin(f"[{section}]\n{k} = {m.group(1)}\n")
                 if rc == 1:

@@ -7,6 +7,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 
 #include "config.h"
@@ -91,6 +93,7 @@ static const char main_conf[] =
 	"offload_rate = 1G\n"
 	"free_watermark = 512M\n"
 	"prefetch_rate = 0\n"
+	"metrics_listen = 127.0.0.1:9464\n"
 	"log_level = debug\n"
 	"\n"
 	"[defaults]\n"
@@ -137,6 +140,7 @@ static void test_load_good(void **state)
 	assert_int_equal(cfg.offload_rate, 1ULL << 30);
 	assert_int_equal(cfg.free_watermark, 512ULL << 20);
 	assert_int_equal(cfg.prefetch_rate, 0);
+	assert_string_equal(cfg.metrics_listen, "127.0.0.1:9464");
 	assert_int_equal(cfg.n_policies, 2);
 
 	p = pt_config_match(&cfg, "/pt/alpha");
@@ -243,6 +247,7 @@ static void test_empty_dir_is_valid(void **state)
 	assert_int_equal(pt_config_load(&cfg, dir, true, err), 0);
 	assert_int_equal(cfg.n_policies, 0);
 	assert_string_equal(cfg.cgroup_root, "/sys/fs/cgroup");
+	assert_string_equal(cfg.metrics_listen, "");	/* no metrics unless asked */
 	pt_config_free(&cfg);
 	fx_rmtree(dir);
 }
@@ -607,6 +612,96 @@ static void test_overlapping_ids(void **state)
 	fx_rmtree(dir);
 }
 
+/* metrics_listen: numeric IPv4 ADDR:PORT or [IPv6]:PORT. */
+static void test_parse_listen(void **state)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+	char why[256], text[INET6_ADDRSTRLEN];
+	socklen_t len;
+
+	(void)state;
+	assert_int_equal(pt_parse_listen("127.0.0.1:9464", &ss, &len, why, sizeof(why)), 0);
+	assert_int_equal(in->sin_family, AF_INET);
+	assert_int_equal(ntohs(in->sin_port), 9464);
+	assert_int_equal(ntohl(in->sin_addr.s_addr), 0x7f000001);
+	assert_int_equal(len, sizeof(struct sockaddr_in));
+	assert_int_equal(pt_parse_listen("0.0.0.0:1", &ss, &len, why, sizeof(why)), 0);
+	assert_int_equal(ntohs(in->sin_port), 1);
+	assert_int_equal(pt_parse_listen("[::1]:65535", &ss, &len, why, sizeof(why)), 0);
+	assert_int_equal(in6->sin6_family, AF_INET6);
+	assert_int_equal(ntohs(in6->sin6_port), 65535);
+	assert_int_equal(len, sizeof(struct sockaddr_in6));
+	assert_true(IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr));
+	assert_int_equal(pt_parse_listen("[fd00:1::2]:9464", &ss, &len, why, sizeof(why)), 0);
+	inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+	assert_string_equal(text, "fd00:1::2");
+	assert_int_equal(pt_parse_listen("[::]:9464", &ss, &len, why, sizeof(why)), 0);
+	assert_true(IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr));
+
+#define BAD(s, what)                                                                   \
+	do {                                                                           \
+		why[0] = '\0';                                                         \
+		assert_int_equal(pt_parse_listen(s, &ss, &len, why, sizeof(why)), -EINVAL); \
+		if (!strstr(why, what))                                                \
+			fail_msg("'%s': expected '%s' in '%s'", s, what, why);          \
+	} while (0)
+	BAD("127.0.0.1", "has no port");
+	BAD("127.0.0.1:", "port must be a number from 1 to 65535");
+	BAD("127.0.0.1:0", "port must be a number from 1 to 65535");
+	BAD("127.0.0.1:65536", "port must be a number from 1 to 65535");
+	BAD("127.0.0.1:99999999999999999999", "port must be a number");
+	BAD("127.0.0.1:-1", "port must be a number");
+	BAD("127.0.0.1:94 64", "port must be a number");
+	BAD("127.0.0.1:http", "port must be a number");
+	BAD(":9464", "has no address");
+	BAD("[]:9464", "has no address");
+	BAD("localhost:9464", "must be numeric, not a host name");
+	BAD("256.0.0.1:9464", "'256.0.0.1' is not an IPv4 address");
+	BAD("127.1:9464", "'127.1' is not an IPv4 address");
+	BAD("::1:9464", "an IPv6 address goes in brackets");
+	BAD("::1", "an IPv6 address goes in brackets");
+	BAD("[::1]", "has no port");
+	BAD("[::1]9464", "has no port");
+	BAD("[::1:9464", "has no closing ']'");
+	BAD("[127.0.0.1]:9464", "'127.0.0.1' is not an IPv6 address");
+	BAD("[::g]:9464", "'::g' is not an IPv6 address");
+	BAD("[fe80::1%eth0]:9464", "zone ids");
+	BAD("[0000:0000:0000:0000:0000:0000:0000:0000:0000:0000:0000:0000]:9464", "longer than an address");
+#undef BAD
+}
+
+/* The key in pagetierd.conf: empty is off, a bad value is refused with file:line. */
+static void test_metrics_listen_key(void **state)
+{
+	char *dir = fx_tmpdir(), err[PT_ERRBUF_MAX];
+	struct pt_config cfg;
+
+	(void)state;
+	fx_write(dir, "pagetierd.conf", "[daemon]\nmetrics_listen = [::1]:9100\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), 0);
+	assert_string_equal(cfg.metrics_listen, "[::1]:9100");
+	pt_config_free(&cfg);
+	fx_write(dir, "pagetierd.conf", "[daemon]\nmetrics_listen =\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), 0);
+	assert_string_equal(cfg.metrics_listen, "");
+	pt_config_free(&cfg);
+	fx_write(dir, "pagetierd.conf", "[daemon]\nlog_level = info\n\nmetrics_listen = localhost:9464\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), -EINVAL);
+	if (!strstr(err, "pagetierd.conf:4: metrics_listen must be a numeric IPv4 ADDRESS:PORT or [IPv6]:PORT (e.g. 127.0.0.1:9464 or [::1]:9464), or empty for off: 'localhost:9464': the address must be numeric"))
+		fail_msg("unexpected error: %s", err);
+	fx_write(dir, "pagetierd.conf", "[daemon]\nmetrics_listen = 9464\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), -EINVAL);
+	assert_non_null(strstr(err, "pagetierd.conf:2: metrics_listen must be"));
+	assert_non_null(strstr(err, "'9464' has no port"));
+	/* A policy key it is not. */
+	fx_write(dir, "pagetierd.conf", "[defaults]\nmetrics_listen = 127.0.0.1:9464\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), -EINVAL);
+	assert_non_null(strstr(err, "unknown key 'metrics_listen' in [defaults]"));
+	fx_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -629,6 +724,8 @@ int main(void)
 		cmocka_unit_test(test_id_beats_glob),
 		cmocka_unit_test(test_bad_match),
 		cmocka_unit_test(test_overlapping_ids),
+		cmocka_unit_test(test_parse_listen),
+		cmocka_unit_test(test_metrics_listen_key),
 	};
 
 	umask(022);
