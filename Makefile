@@ -20,9 +20,10 @@ CFLAGS     ?= -O2 -g
 USER_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ikmod/uapi -Idaemon $(CFLAGS)
 SAN        := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-# Every daemon source but the two programs' mains and the BPF loader (which needs the
-# generated skeleton) is library code, archived twice: plain and sanitized for unit tests.
-DAEMON_MAIN_SRC := daemon/pagetierd.c daemon/pagetierctl.c daemon/bpf_loader.c
+# Every daemon source but the two programs' mains, the BPF loader (which needs the
+# generated skeleton) and the metrics HTTP server (libmicrohttpd) is library code, archived
+# twice: plain and sanitized for unit tests.
+DAEMON_MAIN_SRC := daemon/pagetierd.c daemon/pagetierctl.c daemon/bpf_loader.c daemon/metrics_http.c
 DAEMON_LIB_SRC  := $(filter-out $(DAEMON_MAIN_SRC),$(wildcard daemon/*.c))
 DAEMON_HDR      := $(wildcard daemon/*.h) kmod/uapi/pagetier.h
 LIBPTD          := $(B)/obj/libptd.a
@@ -75,10 +76,10 @@ $(LIBPTD_SAN): $(patsubst daemon/%.c,$(B)/obj-san/%.o,$(DAEMON_LIB_SRC))
 	@rm -f $@; ar rcs $@ $^
 
 # pagetierd embeds the BPF programs as a libbpf skeleton.
-$(B)/bin/pagetierd: daemon/pagetierd.c daemon/bpf_loader.c $(B)/bpf/pagetier.skel.h $(LIBPTD) $(DAEMON_HDR)
+$(B)/bin/pagetierd: daemon/pagetierd.c daemon/bpf_loader.c daemon/metrics_http.c $(B)/bpf/pagetier.skel.h $(LIBPTD) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@"
 	@$(CC) $(USER_CFLAGS) -Ibpf -I$(B)/bpf -o $@ daemon/pagetierd.c daemon/bpf_loader.c \
-		$(LIBPTD) -lbpf -lelf -lz $(USER_LIBS)
+		daemon/metrics_http.c $(LIBPTD) -lbpf -lelf -lz -lmicrohttpd $(USER_LIBS)
 
 $(B)/bin/pagetierctl: daemon/pagetierctl.c $(LIBPTD) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@"

@@ -7,7 +7,9 @@
  * A single-threaded event loop: a timerfd drives sampling, a signalfd handles
  * SIGTERM/SIGINT (stop) and SIGHUP (reload), a unix socket serves pagetierctl (ctl.c), and
  * the BPF ring, the tier event ring and the preload socket bring signals; blocking actions
- * run in a small worker pool whose completions come back through an eventfd.
+ * run in a small worker pool whose completions come back through an eventfd. With
+ * metrics_listen, libmicrohttpd serves Prometheus metrics from the same loop (its epoll
+ * descriptor is watched like the others: metrics_http.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,11 +34,17 @@
 #include "kmod_client.h"
 #include "log.h"
 #include "manager.h"
+#include "metrics.h"
+#include "metrics_http.h"
 #include "preload_server.h"
 #include "worker.h"
 
 /* Threads for blocking actions: enough to wake two containers at once on a small host. */
 #define PT_WORKER_THREADS 2
+
+/* metrics.h numbers the BPF event types and counters as bpf/pagetier_events.h does. */
+_Static_assert(PT_METRICS_BPF_TYPES == PT_BPF_EV_MAX, "BPF event types");
+_Static_assert(PT_METRICS_BPF_STATS == PT_BPF_STAT_NR, "BPF event counters");
 
 struct pt_daemon {
 	struct pt_manager m;
@@ -45,6 +53,7 @@ struct pt_daemon {
 	int epfd, tfd, sfd, lfd;
 	struct pt_workers workers;
 	struct pt_bpf *bpf;			/* NULL: BPF unavailable */
+	struct pt_metrics_http *http;		/* NULL: no metrics_listen, or it failed */
 	char preload_path[PATH_MAX];
 	char sock_path[PATH_MAX];
 	bool use_bpf;
@@ -201,6 +210,45 @@ static void preload_listen(struct pt_daemon *d)
 	}
 }
 
+/* --- Prometheus metrics ----------------------------------------------------------- */
+
+/* GET /metrics, on the loop thread: what the manager holds, and what only the daemon has. */
+static void metrics_body(FILE *out, void *arg)
+{
+	struct pt_daemon *d = arg;
+	struct pt_metrics_daemon md = { 0 };
+	struct pt_tier_stats *tiers = NULL;
+	char stat[2048];
+	int nt;
+
+	if (pt_read_file("/proc/self/stat", stat, sizeof(stat)) > 0)
+		pt_proc_stat_parse(stat, sysconf(_SC_CLK_TCK), sysconf(_SC_PAGESIZE), &md);
+	if (d->bpf) {
+		md.have_bpf = true;
+		md.bpf_drops = pt_bpf_drops(d->bpf);
+		for (unsigned int t = 1; t < PT_BPF_EV_MAX; t++)
+			for (unsigned int s = 0; s < PT_BPF_STAT_NR; s++)
+				md.bpf_stat[t][s] = pt_bpf_stat(d->bpf, t, s);
+	}
+	if (d->m.preload) {
+		md.have_preload = true;
+		pt_preload_server_stats(d->m.preload, &md.preload);
+	}
+	nt = pt_tier_stats_read(d->m.sysblock_path, &tiers);
+	pt_metrics_render(out, &d->m, tiers, nt > 0 ? (size_t)nt : 0, &md);
+	free(tiers);
+}
+
+/* metrics_listen: a daemon that cannot serve metrics still manages memory, and says so. */
+static void metrics_listen(struct pt_daemon *d)
+{
+	const char *addr = d->m.cfg.metrics_listen;
+
+	if (!addr[0] || pt_metrics_http_start(&d->http, addr, metrics_body, d))
+		return;
+	pt_info("Prometheus metrics on http://%s/metrics", addr);
+}
+
 /* --- set-up ----------------------------------------------------------------------- */
 
 /* pagetier.ko: its control device, event ring and scanner, when it is loaded. */
@@ -304,6 +352,7 @@ static int setup_loop(struct pt_daemon *d)
 	watch(d, d->bpf ? pt_bpf_fd(d->bpf) : -1);
 	watch(d, d->m.preload ? pt_preload_server_fd(d->m.preload) : -1);
 	watch(d, d->events_fd);
+	watch(d, d->http ? pt_metrics_http_fd(d->http) : -1);
 	return 0;
 }
 
@@ -317,6 +366,11 @@ static void reload(struct pt_daemon *d)
 		       d->config_dir, err);
 		return;
 	}
+	/* Like cgroup_root and runtime_dir, metrics_listen takes effect on restart. */
+	if (strcmp(ncfg.metrics_listen, d->m.cfg.metrics_listen))
+		pt_warn("metrics_listen changed from '%s' to '%s': takes effect on restart; still '%s'",
+			d->m.cfg.metrics_listen, ncfg.metrics_listen, d->m.cfg.metrics_listen);
+	snprintf(ncfg.metrics_listen, sizeof(ncfg.metrics_listen), "%s", d->m.cfg.metrics_listen);
 	pt_manager_reload(&d->m, &ncfg);
 	pt_log_set_level(d->m.cfg.log_level);
 	pt_info("reloaded %s: %zu container policies", d->config_dir, d->m.cfg.n_policies);
@@ -500,6 +554,7 @@ int main(int argc, char **argv)
 	rc = ctl_listen(&d);
 	if (!rc) {
 		preload_listen(&d);
+		metrics_listen(&d);
 		rc = pt_workers_start(&d.workers, PT_WORKER_THREADS);
 	}
 	if (!rc)
@@ -514,19 +569,29 @@ int main(int argc, char **argv)
 	d.running = true;
 	while (d.running) {
 		struct epoll_event evs[8];
-		int n = epoll_wait(d.epfd, evs, 8, -1);
+		/* libmicrohttpd may have work due without an event (timeouts, buffered data). */
+		int timeout = d.http ? pt_metrics_http_timeout(d.http) : -1;
+		bool http_due = timeout >= 0;
+		int n = epoll_wait(d.epfd, evs, 8, timeout);
 
 		if (n < 0 && errno != EINTR) {
 			pt_err("epoll_wait: %s", strerror(errno));
 			break;
 		}
-		for (int i = 0; i < n; i++)
-			dispatch(&d, evs[i].data.fd);
+		for (int i = 0; i < n; i++) {
+			if (d.http && evs[i].data.fd == pt_metrics_http_fd(d.http))
+				http_due = true;
+			else
+				dispatch(&d, evs[i].data.fd);
+		}
+		if (http_due)
+			pt_metrics_http_run(d.http);
 	}
 	pt_info("pagetierd stopping: %zu contexts released; offloaded memory stays in swap and returns on demand",
 		d.m.n_ctxs);
 	/* Actions in flight finish (an interrupted MADV_PAGEOUT is harmless, but wait). */
 	pt_workers_stop(&d.workers, &d);
+	pt_metrics_http_stop(d.http);
 	if (d.bpf)
 		pt_bpf_close(d.bpf);
 	if (d.m.preload)

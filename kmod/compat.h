@@ -12,7 +12,9 @@
  *    non-rotational unless BLK_FEAT_ROTATIONAL is set). blk_alloc_disk() returned NULL on
  *    failure before 6.9 and an ERR_PTR since.
  *  - block_device_operations.open took (struct block_device *, fmode_t) before 6.5 and
- *    takes (struct gendisk *, blk_mode_t) since.
+ *    takes (struct gendisk *, blk_mode_t) since. The open is the driver's own function,
+ *    so tier.c defines it for either prototype, on PT_NEW_BLOCK_API below: this file
+ *    declares nothing of the module's.
  *
  * Kernels between 6.5 and 6.10 mix these and are not supported.
  */
@@ -34,9 +36,6 @@
 #else
 #error "pagetier supports kernels 6.1 to 6.4 and 6.11 or later"
 #endif
-
-/* Implemented in tier.c; pt_bdops_open() adapts it to the kernel's ->open() prototype. */
-int pt_disk_open(struct gendisk *disk);
 
 /* What the tier's queue inherits from its backing device. */
 struct pt_queue_props {
@@ -92,11 +91,6 @@ static inline struct gendisk *pt_alloc_disk(const struct pt_queue_props *p)
 	return blk_alloc_disk(&lim, NUMA_NO_NODE);
 }
 
-static inline int pt_bdops_open(struct gendisk *disk, blk_mode_t mode)
-{
-	return pt_disk_open(disk);
-}
-
 #else /* !PT_NEW_BLOCK_API */
 
 #define PT_BACKING_MODE		(FMODE_READ | FMODE_WRITE | FMODE_EXCL)
@@ -143,11 +137,6 @@ static inline struct gendisk *pt_alloc_disk(const struct pt_queue_props *p)
 	blk_queue_flag_clear(QUEUE_FLAG_ADD_RANDOM, q);
 	blk_queue_write_cache(q, p->write_cache, p->fua);
 	return disk;
-}
-
-static inline int pt_bdops_open(struct block_device *bdev, fmode_t mode)
-{
-	return pt_disk_open(bdev->bd_disk);
 }
 
 #endif /* PT_NEW_BLOCK_API */

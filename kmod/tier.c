@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * tier.c - the pagetier tier block device (/dev/pagetierN): creation and destruction,
- * the I/O path, admission of background I/O, sysfs.
+ * the I/O path, sysfs, and the tier's ioctls. The top of the tier's layers: it uses the
+ * map (tier_map.c), the gate (tier_gate.c), staging and prefetch, the write buffer and
+ * the collector, and registers the ops through which they call back up (pt_map_ops,
+ * pt_io_ops); nothing below calls into this file.
  *
  * A tier is a bio-based block device stacked on an exclusively opened backing device
  * (an NVMe namespace in production). The kernel swaps to it. Its slots are placed
@@ -26,7 +29,7 @@
  *    prefetch read-ahead ("background") are admitted only while the background blocks
  *    in flight stay under bg_inflight_kib, and under bg_demand_kib while demand reads
  *    are in flight or were lately (bg_demand_hold_ms), so a demand read queues behind
- *    little background I/O.
+ *    little background I/O (tier_gate.c).
  *
  * The I/O path allocates only from the tier's bio_sets (mempools, GFP_NOIO), at most
  * one bio per bio_set per call in the submitting context, so it always progresses in
@@ -100,22 +103,6 @@ static unsigned int write_buffer_mib = 32;
 module_param(write_buffer_mib, uint, 0644);
 MODULE_PARM_DESC(write_buffer_mib, "write buffer of a new tier in MiB, 0-1024, 0 = none: writes complete when on the backing device (default 32)");
 
-static unsigned int bg_inflight_kib = 4096;
-module_param(bg_inflight_kib, uint, 0644);
-MODULE_PARM_DESC(bg_inflight_kib, "write-back, GC and read-ahead in flight at most, KiB (default 4096)");
-
-static unsigned int bg_demand_kib = 512;
-module_param(bg_demand_kib, uint, 0644);
-MODULE_PARM_DESC(bg_demand_kib, "the same while demand reads are in flight, KiB (default 512)");
-
-/*
- * Swap-ins come in bursts with think time between them: a gate that opened wide as soon
- * as no demand read was in flight would queue bg_inflight_kib ahead of the next one.
- */
-static unsigned int bg_demand_hold_ms = 100;
-module_param(bg_demand_hold_ms, uint, 0644);
-MODULE_PARM_DESC(bg_demand_hold_ms, "keep the bg_demand_kib limit this long after a demand read, ms, at most 5000 (default 100)");
-
 static unsigned int space_wait_ms = 10000;
 module_param(space_wait_ms, uint, 0644);
 MODULE_PARM_DESC(space_wait_ms, "how long a write waits for the collector to free a segment before it fails (default 10000)");
@@ -133,88 +120,6 @@ MODULE_PARM_DESC(fault_bio_reserve, "testing: new tiers' bios come only from the
 /* Tiers by id; the mutex also serializes create and destroy. */
 static DEFINE_IDR(pt_tiers);
 static DEFINE_MUTEX(pt_tiers_lock);
-
-/**
- * pt_inflight_put() - a bio of the tier has completed
- * @t: the tier
- *
- * The last one lets pt_tier_teardown() free the tier: call it last.
- */
-void pt_inflight_put(struct pt_tier *t)
-{
-	if (atomic_dec_and_test(&t->inflight))
-		wake_up_var(&t->inflight);
-}
-
-/* ---- admission of background I/O ---- */
-
-/**
- * pt_gate_try_locked() - admit @blocks of background I/O if there is room
- * @t: the tier, locked
- * @blocks: size of the I/O
- *
- * One I/O is always admitted when none is in flight, whatever its size.
- *
- * Return: whether it was admitted; then pt_gate_put_locked() must follow.
- */
-bool pt_gate_try_locked(struct pt_tier *t, u32 blocks)
-{
-	unsigned long hold = msecs_to_jiffies(min(READ_ONCE(bg_demand_hold_ms), 5000U));
-	bool demand = t->demand_inflight || time_before(jiffies, t->demand_last + hold);
-	u32 kib = demand ? READ_ONCE(bg_demand_kib) : READ_ONCE(bg_inflight_kib);
-
-	if (t->bg_inflight && t->bg_inflight + blocks > (kib >> 2))
-		return false;
-	t->bg_inflight += blocks;
-	return true;
-}
-
-static bool pt_gate_try(struct pt_tier *t, u32 blocks)
-{
-	unsigned long flags;
-	bool ok;
-
-	spin_lock_irqsave(&t->lock, flags);
-	ok = pt_gate_try_locked(t, blocks);
-	spin_unlock_irqrestore(&t->lock, flags);
-	return ok;
-}
-
-/**
- * pt_gate_wait() - wait until @blocks of background I/O are admitted
- * @t: the tier
- * @blocks: size of the I/O
- *
- * Context: may sleep; nothing of the caller's may be waiting to be submitted.
- */
-void pt_gate_wait(struct pt_tier *t, u32 blocks)
-{
-	wait_event(t->gate_wq, pt_gate_try(t, blocks));
-}
-
-/**
- * pt_gate_put_locked() - background I/O admitted by the gate has completed
- * @t: the tier, locked
- * @blocks: its size; pt_gate_wake() must follow, outside the lock
- */
-void pt_gate_put_locked(struct pt_tier *t, u32 blocks)
-{
-	t->bg_inflight -= blocks;
-}
-
-/**
- * pt_gate_wake() - let waiting background I/O retry
- * @t: the tier
- */
-void pt_gate_wake(struct pt_tier *t)
-{
-	if (wq_has_sleeper(&t->gate_wq))
-		wake_up_all(&t->gate_wq);
-	if (READ_ONCE(t->pf_stalled))
-		queue_work(t->wq, &t->pf_work);
-	if (READ_ONCE(t->wb_stalled))
-		mod_delayed_work(t->wq, &t->wb_work, 0);
-}
 
 /* ---- attribution ---- */
 
@@ -248,6 +153,14 @@ static u64 pt_bio_cgroup_id(struct bio *bio)
 
 /* ---- completion of clones and pieces ---- */
 
+/* Writes completed (pt_map_write_done()): reads waiting for a write look again. */
+static void pt_writes_done(struct pt_tier *t)
+{
+	lockdep_assert_held(&t->lock);
+	if (!bio_list_empty(&t->wait_write))
+		queue_work(t->wq, &t->rd_work);
+}
+
 static void pt_io_endio(struct bio *clone)
 {
 	struct pt_io *io = container_of(clone, struct pt_io, bio);
@@ -265,8 +178,7 @@ static void pt_io_endio(struct bio *clone)
 		if (status)
 			t->st.write_errors++;
 		pt_gate_put_locked(t, io->nr);
-		if (!bio_list_empty(&t->wait_write))
-			queue_work(t->wq, &t->rd_work);
+		pt_writes_done(t);
 		spin_unlock_irqrestore(&t->lock, flags);
 		if (status)
 			pr_err_ratelimited("%s: write of %u blocks at block %u of %s failed (%d); segment retired\n",
@@ -786,7 +698,7 @@ static void pt_wait(struct pt_tier *t, struct bio *b, const struct pt_class *cl)
  *
  * Context: may sleep (bio_set allocations).
  */
-void pt_read_resolve(struct pt_tier *t, struct bio *c, bool in_submit)
+static void pt_read_resolve(struct pt_tier *t, struct bio *c, bool in_submit)
 {
 	struct pt_top *top = container_of(c, struct pt_top, bio);
 	struct bio_set *bs = in_submit ? &t->io_bs : &t->rd_bs;
@@ -1085,12 +997,25 @@ static void pt_submit_bio(struct bio *bio)
  *
  * Return: 0, or -ENXIO if the tier is going away.
  */
-int pt_disk_open(struct gendisk *disk)
+static int pt_disk_open(struct gendisk *disk)
 {
 	struct pt_tier *t = disk->private_data;
 
 	return t->claimed ? -ENXIO : 0;
 }
+
+/* ->open() with the prototype of the kernel at hand (compat.h). */
+#if PT_NEW_BLOCK_API
+static int pt_bdops_open(struct gendisk *disk, blk_mode_t mode)
+{
+	return pt_disk_open(disk);
+}
+#else
+static int pt_bdops_open(struct block_device *bdev, fmode_t mode)
+{
+	return pt_disk_open(bdev->bd_disk);
+}
+#endif
 
 static const struct block_device_operations pt_fops = {
 	/* An open tier pins the module: rmmod is refused while swap uses it. */
@@ -1319,6 +1244,28 @@ static struct attribute *pt_disk_attrs[] = {
 };
 ATTRIBUTE_GROUPS(pt_disk);
 
+/* ---- what the layers below call up for: registered at creation ---- */
+
+/* A read that waited for a prefetch read goes on (from pf_work: pieces from rd_bs). */
+static void pt_read_resume(struct pt_tier *t, struct bio *c)
+{
+	pt_read_resolve(t, c, false);
+}
+
+/* For the staging, prefetch and write-buffer layers. */
+static const struct pt_io_ops pt_tier_io_ops = {
+	.read_resume	= pt_read_resume,
+	.writes_done	= pt_writes_done,
+};
+
+/* For the map: the collector's and the staging cache's parts. */
+static const struct pt_map_ops pt_tier_map_ops = {
+	.gc_kick	= pt_gc_kick,
+	.seg_freed	= pt_gc_seg_freed,
+	.stage_drop	= pt_stage_drop,
+	.stage_move	= pt_stage_move,
+};
+
 /* ---- create and destroy ---- */
 
 static void pt_tier_free(struct pt_tier *t)
@@ -1481,6 +1428,8 @@ static struct pt_tier *pt_tier_new(const char *path)
 
 	if (!t)
 		return NULL;
+	t->map_ops = &pt_tier_map_ops;
+	t->io_ops = &pt_tier_io_ops;
 	spin_lock_init(&t->lock);
 	t->demand_last = jiffies - 10 * HZ;	/* no demand read yet */
 	atomic_set(&t->inflight, 0);
@@ -1611,15 +1560,22 @@ static int pt_tier_claim(struct pt_tier *t)
 /* Removes a claimed tier; pt_tiers_lock is held, so its name is not reused meanwhile. */
 static void pt_tier_teardown(struct pt_tier *t)
 {
+	struct bio_list w;
+
 	lockdep_assert_held(&pt_tiers_lock);
 	idr_remove(&pt_tiers, t->id);
 	bd_unlink_disk_holder(t->backing.bdev, t->disk);
 	del_gendisk(t->disk);
 
 	/* No more I/O from above; stop the background work. */
+	bio_list_init(&w);
 	spin_lock_irq(&t->lock);
 	t->dying = true;
-	pt_pf_cancel_all(t);
+	pt_pf_cancel_all(t, &w);
+	/* Nothing reads a tier being destroyed; should a waiter exist, it reads directly. */
+	bio_list_merge(&t->rd_retry, &w);
+	if (!bio_list_empty(&t->rd_retry))
+		queue_work(t->wq, &t->rd_work);
 	spin_unlock_irq(&t->lock);
 	wake_up_all(&t->space_wq);
 	wake_up_all(&t->pf_wq);

@@ -8,6 +8,17 @@
  * slots to blocks (l2p) and blocks back to slots (p2l), and a garbage collector compacts
  * sparse segments. See kmod/README.md for the design; the locking rules are here.
  *
+ * Layers, each using only those below it (tests/kmod/check_layers.py checks it):
+ *   tier.c                               block device, sysfs, the tier ioctls
+ *   tier_prefetch.c tier_wbuf.c tier_gc.c   staging and prefetch, write buffer,
+ *                                        collector (never each other)
+ *   tier_gate.c                          admission of background I/O
+ *   tier_map.c                           the map: pure bookkeeping
+ *   compat.h                             the kernels' API differences
+ * Lower layers call back up only through the ops tier.c registers: struct pt_map_ops
+ * (the map's) and struct pt_io_ops (the middle layers'). This header holds every
+ * layer's types and declarations, one section per file, bottom up.
+ *
  * Locking: everything in struct pt_tier below @lock (maps, segments, cgroups, staging
  * cache, prefetch queues, wait lists, counters) is protected by @lock, a spinlock taken
  * with interrupts off because bio completions take it too. Nothing sleeps under it and
@@ -239,8 +250,13 @@ struct pt_stats {
 	u64 wb_hits;			/* pages demand reads found in the buffer */
 };
 
+struct pt_map_ops;
+struct pt_io_ops;
+
 struct pt_tier {
 	u32 id;
+	const struct pt_map_ops *map_ops;	/* the map's upcalls, set by tier.c */
+	const struct pt_io_ops *io_ops;		/* the middle layers' upcalls, set by tier.c */
 	struct gendisk *disk;
 	struct pt_backing backing;
 	char backing_path[PAGETIER_PATH_MAX];
@@ -432,21 +448,6 @@ static inline struct pt_bgio *pt_bgio_init(struct bio *bio, struct pt_tier *t, u
 	return io;
 }
 
-/* ---- tier.c ---- */
-int pt_tier_create(struct pagetier_tier_create *req);
-int pt_tier_destroy(u32 tier_id);
-int pt_tier_cgroup_stats(u32 tier_id, struct pagetier_cgroup_stat **stats,
-			 u32 max, u32 *count);
-void pt_tier_destroy_all(void);
-int pt_tier_prefetch(struct pagetier_prefetch *req);
-
-bool pt_gate_try_locked(struct pt_tier *t, u32 blocks);
-void pt_gate_wait(struct pt_tier *t, u32 blocks);
-void pt_gate_put_locked(struct pt_tier *t, u32 blocks);
-void pt_gate_wake(struct pt_tier *t);
-void pt_read_resolve(struct pt_tier *t, struct bio *c, bool in_submit);
-void pt_inflight_put(struct pt_tier *t);
-
 /* ---- tier_map.c: all called with t->lock held unless noted ---- */
 struct pt_geometry {
 	u32 seg_shift;
@@ -493,9 +494,45 @@ void pt_map_repoint(struct pt_tier *t, u32 from, u32 to);
 u32 pt_gc_pick(struct pt_tier *t, u32 max_valid, bool *transient);
 bool pt_gc_move(struct pt_tier *t, u32 from, u32 slot, u32 to);
 void pt_gc_done(struct pt_tier *t, u32 seg, bool complete);
-void pt_gc_kick(struct pt_tier *t);
 
-/* ---- tier_prefetch.c ---- */
+/*
+ * What the map tells the layers above it. The map calls nothing of theirs: tier.c
+ * registers these at creation (pt_tier.map_ops), as a DAMON context gets its
+ * damon_operations. Each is called with t->lock held and must not sleep.
+ */
+struct pt_map_ops {
+	/* Free segments fell below gc_low: the collector should run (pt_gc_kick()). */
+	void (*gc_kick)(struct pt_tier *t);
+	/* A segment became free: writers waiting for space may try again. */
+	void (*seg_freed)(struct pt_tier *t);
+	/* Live block @pblk, flagged PT_P2L_STAGED, dies: its staged copy goes. */
+	void (*stage_drop)(struct pt_tier *t, u32 pblk);
+	/* The collector moved staged block @from to @to: the staged copy follows. */
+	void (*stage_move)(struct pt_tier *t, u32 from, u32 to);
+};
+
+/*
+ * What the staging, prefetch and write-buffer layers tell the block device above them,
+ * registered by tier.c at creation (pt_tier.io_ops).
+ */
+struct pt_io_ops {
+	/*
+	 * Read container @c, which waited for a prefetch read of its next slots, goes on.
+	 * Called from pf_work without t->lock; may sleep (bio_set allocations).
+	 */
+	void (*read_resume)(struct pt_tier *t, struct bio *c);
+	/* Writes completed (pt_map_write_done()). Called with t->lock held. */
+	void (*writes_done)(struct pt_tier *t);
+};
+
+/* ---- tier_gate.c: admission of background I/O, bios in flight ---- */
+bool pt_gate_try_locked(struct pt_tier *t, u32 blocks);
+void pt_gate_wait(struct pt_tier *t, u32 blocks);
+void pt_gate_put_locked(struct pt_tier *t, u32 blocks);
+void pt_gate_wake(struct pt_tier *t);
+void pt_inflight_put(struct pt_tier *t);
+
+/* ---- tier_prefetch.c: the staging cache and prefetch ---- */
 int pt_stage_alloc(struct pt_tier *t, u32 pages);
 void pt_stage_free_all(struct pt_tier *t);
 struct pt_stage *pt_stage_find(struct pt_tier *t, u32 pblk);
@@ -507,12 +544,12 @@ void pt_pf_work(struct work_struct *work);
 void pt_tick_work(struct work_struct *work);
 void pt_pf_endio(struct bio *bio);
 void pt_pf_preempt(struct pt_tier *t, u32 seg);
-void pt_pf_cancel_all(struct pt_tier *t);
+void pt_pf_cancel_all(struct pt_tier *t, struct bio_list *w);
 u64 pt_pf_plan(struct pt_tier *t, u16 idx, u64 budget, bool newest);
 bool pt_pf_settled(struct pt_tier *t);
 void pt_tick_arm(struct pt_tier *t);
 
-/* ---- tier_wbuf.c ---- */
+/* ---- tier_wbuf.c: the write buffer ---- */
 int pt_wb_alloc(struct pt_tier *t, u32 pages);
 void pt_wb_free_all(struct pt_tier *t);
 bool pt_wb_take_locked(struct pt_tier *t, u32 n, struct list_head *ents);
@@ -525,8 +562,18 @@ void pt_wb_kick(struct pt_tier *t);
 int pt_wb_drain(struct pt_tier *t);
 void pt_wb_work(struct work_struct *work);
 
-/* ---- tier_gc.c ---- */
+/* ---- tier_gc.c: the garbage collector ---- */
+void pt_gc_kick(struct pt_tier *t);
+void pt_gc_seg_freed(struct pt_tier *t);
 void pt_gc_work(struct work_struct *work);
+
+/* ---- tier.c: the block device, sysfs, the tier ioctls (core.c calls them) ---- */
+int pt_tier_create(struct pagetier_tier_create *req);
+int pt_tier_destroy(u32 tier_id);
+int pt_tier_cgroup_stats(u32 tier_id, struct pagetier_cgroup_stat **stats,
+			 u32 max, u32 *count);
+void pt_tier_destroy_all(void);
+int pt_tier_prefetch(struct pagetier_prefetch *req);
 
 /* Latency histogram bucket of @ns: [0] < 1 us, [i] < 2^i us, the last one the rest. */
 static inline unsigned int pt_lat_bucket(u64 ns)

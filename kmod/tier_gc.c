@@ -36,6 +36,16 @@ void pt_gc_kick(struct pt_tier *t)
 		queue_work(t->gc_wq, &t->gc_work);
 }
 
+/**
+ * pt_gc_seg_freed() - a segment was freed: writers waiting for one try again
+ * @t: the tier, locked
+ */
+void pt_gc_seg_freed(struct pt_tier *t)
+{
+	if (t->space_waiters)
+		wake_up_all(&t->space_wq);
+}
+
 struct pt_gc_batch {
 	struct completion done;
 	atomic_t pending;

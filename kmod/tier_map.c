@@ -6,7 +6,9 @@
  *
  * Pure bookkeeping: no I/O, no sleeping, and no allocation after pt_map_alloc(). Every
  * function but pt_geometry(), pt_map_alloc() and pt_map_free() is called with t->lock
- * held.
+ * held. The bottom layer of the tier: it calls nothing of the module's. What the layers
+ * above must hear of (the collector should run, a segment is free, a staged block died
+ * or moved) goes through the ops tier.c registered (t->map_ops, struct pt_map_ops).
  *
  * Invariants (under t->lock):
  *  - l2p[slot] == p  <=>  p2l[p] & PT_P2L_SLOT == slot and p2l[p] != PT_NONE: a slot has
@@ -359,8 +361,7 @@ void pt_seg_maybe_free(struct pt_tier *t, u32 seg)
 	list_add_tail(&s->node, &t->free_list);
 	t->nr_free++;
 	t->nospace = false;
-	if (t->space_waiters)
-		wake_up_all(&t->space_wq);
+	t->map_ops->seg_freed(t);
 }
 
 static void pt_seg_seal(struct pt_tier *t, u32 seg)
@@ -396,7 +397,7 @@ static u32 pt_seg_open(struct pt_tier *t, u16 idx)
 	list_add_tail(&c->open_node, &t->open_lru);
 	t->nr_open++;
 	if (t->nr_free < t->gc_low)
-		pt_gc_kick(t);
+		t->map_ops->gc_kick(t);
 	return seg;
 }
 
@@ -442,7 +443,7 @@ static void pt_block_kill(struct pt_tier *t, u32 p)
 	struct pt_seg *s = &t->segs[seg];
 
 	if (t->p2l[p] & PT_P2L_STAGED)
-		pt_stage_drop(t, p);
+		t->map_ops->stage_drop(t, p);
 	t->p2l[p] = PT_NONE;
 	/* Garbage appeared: the collector may find a victim again. */
 	t->nospace = false;
@@ -650,7 +651,7 @@ bool pt_gc_move(struct pt_tier *t, u32 from, u32 slot, u32 to)
 	t->p2l[to] = v;
 	t->p2l[from] = PT_NONE;
 	if (v & PT_P2L_STAGED)
-		pt_stage_move(t, from, to);
+		t->map_ops->stage_move(t, from, to);
 	pt_seg_set_valid(t, dst, dst->valid + 1);
 	pt_seg_set_valid(t, src, src->valid - 1);
 	return true;

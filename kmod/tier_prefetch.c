@@ -327,21 +327,16 @@ static void pt_pf_unplan(struct pt_tier *t, u32 seg, struct bio_list *w)
 /**
  * pt_pf_cancel_all() - forget every planned prefetch, at tier destruction
  * @t: the tier
+ * @w: initialized; gets the reads that waited for the planned segments (none should)
  *
  * Reads in flight land as usual.
  */
-void pt_pf_cancel_all(struct pt_tier *t)
+void pt_pf_cancel_all(struct pt_tier *t, struct bio_list *w)
 {
 	struct pt_seg *s, *tmp;
-	struct bio_list w;
 
-	bio_list_init(&w);
 	list_for_each_entry_safe(s, tmp, &t->pf_planned, pf_node)
-		pt_pf_unplan(t, s - t->segs, &w);
-	/* Nothing reads a tier being destroyed; should a waiter exist, it reads directly. */
-	bio_list_merge(&t->rd_retry, &w);
-	if (!bio_list_empty(&t->rd_retry))
-		queue_work(t->wq, &t->rd_work);
+		pt_pf_unplan(t, s - t->segs, w);
 }
 
 /**
@@ -424,7 +419,7 @@ static void pt_pf_read_done(struct pt_tier *t, u32 seg, u32 nr, bool gated)
 	if (gated)
 		pt_gate_wake(t);
 	while ((b = bio_list_pop(&w)))
-		pt_read_resolve(t, b, false);
+		t->io_ops->read_resume(t, b);
 }
 
 /* Stages what a landed read brought, then completes it. */
@@ -580,7 +575,7 @@ static void pt_pf_issue(struct pt_tier *t)
 			pt_pf_unplan(t, seg, &w);
 			spin_unlock_irq(&t->lock);
 			while ((b = bio_list_pop(&w)))
-				pt_read_resolve(t, b, false);
+				t->io_ops->read_resume(t, b);
 			continue;
 		}
 		t->pf_full = t->nr_staged + t->pf_inflight + total > t->stage_max;

@@ -395,8 +395,7 @@ static void pt_wb_endio(struct bio *bio)
 				again = true;
 		}
 	}
-	if (!bio_list_empty(&t->wait_write))
-		queue_work(t->wq, &t->rd_work);
+	t->io_ops->writes_done(t);
 	spin_unlock_irqrestore(&t->lock, flags);
 	if (status)
 		pr_err_ratelimited("%s: write-back of %u buffered blocks at block %u of %s failed (%d); segment retired, the pages are written elsewhere\n",

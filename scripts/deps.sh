@@ -20,6 +20,8 @@ PKGS=(
 	clang llvm lld libelf-dev zlib1g-dev
 	bpftool libbpf-dev
 	liburing-dev libnvme-dev libinih-dev libcmocka-dev
+	# pagetierd's Prometheus metrics (libmicrohttpd); promtool checks them (prometheus)
+	libmicrohttpd-dev prometheus
 	qemu-system-x86 qemu-utils crun
 	kmod cpio busybox-static iproute2 procps util-linux mount e2fsprogs file xz-utils bc
 	sqlite3 redis-server redis-tools lua5.4 valgrind libclang-rt-14-dev
@@ -59,7 +61,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	# --no-install-recommends keeps firmware and initramfs tooling off the host; the
 	# kernel images are used only by the VM harness, never booted on the host.
 	# The servers among them (memcached, nginx, PostgreSQL) run only inside the test
-	# guests: keep the host's init from starting them (invoke-rc.d asks policy-rc.d).
+	# guests, and prometheus is there for its promtool: keep the host's init from
+	# starting them (invoke-rc.d asks policy-rc.d).
 	own_policy=0
 	if [ ! -e /usr/sbin/policy-rc.d ]; then
 		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d

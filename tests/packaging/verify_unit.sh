@@ -83,6 +83,15 @@ refuse PrivatePIDs '^(yes|true|on|1)$' 'the processes of the containers'
 refuse MemoryMax '.' 'the daemon is mlocked: a memory limit would OOM-kill it, not page it out'
 refuse SystemCallFilter '^[^~]' 'an allow-list would have to name process_madvise, pidfd_open, bpf, perf_event_open; use a deny-list'
 refuse RestrictAddressFamilies '^(none)$' 'the unix sockets'
+families=$(setting RestrictAddressFamilies)
+for f in AF_UNIX AF_INET AF_INET6; do
+	if [ -z "$families" ] || { [[ "$families" != "~"* ]] && [[ " $families " == *" $f "* ]]; } ||
+	   { [[ "$families" == "~"* ]] && [[ " ${families#\~} " != *" $f "* ]]; }; then
+		ok "RestrictAddressFamilies allows $f"
+	else
+		bad "RestrictAddressFamilies='$families' denies $f: $([ $f = AF_UNIX ] && echo 'the control and preload sockets' || echo 'the Prometheus metrics (metrics_listen)')"
+	fi
+done
 
 # 4. The exposure systemd computes (informational: a score, not a finding).
 score=$(systemd-analyze security --offline=true "$tmp/pagetierd.service" 2>/dev/null |
