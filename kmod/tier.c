@@ -249,6 +249,7 @@ static void pt_account_write_locked(struct pt_tier *t, u64 id, u16 idx, u32 got,
 {
 	struct pt_cgroup *c = &t->cg[idx];
 
+	lockdep_assert_held(&t->lock);
 	c->in_use = true;
 	c->st.bytes_written += (u64)got << PT_SLOT_SHIFT;
 	c->st.write_ios++;
@@ -474,6 +475,7 @@ static void pt_account_read_locked(struct pt_tier *t, struct pt_top *top)
 	u64 slot = top->slot, end = top->slot + top->pages;
 	u16 idx, run = 0;
 
+	lockdep_assert_held(&t->lock);
 	idx = pt_slot_owner(t, slot);
 	top->empty = !idx;
 	top->cg = idx ?: PT_CG_UNATTRIBUTED;
@@ -1067,6 +1069,7 @@ static u64 pt_stat_cgroups(struct pt_tier *t)
 {
 	u32 i, cgroups = 0;
 
+	lockdep_assert_held(&t->lock);
 	for (i = PT_CG_UNATTRIBUTED; i < t->cg_used; i++)
 		cgroups += t->cg[i].in_use;
 	return cgroups;

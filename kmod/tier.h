@@ -19,10 +19,22 @@
  * (the map's) and struct pt_io_ops (the middle layers'). This header holds every
  * layer's types and declarations, one section per file, bottom up.
  *
- * Locking: everything in struct pt_tier below @lock (maps, segments, cgroups, staging
- * cache, prefetch queues, wait lists, counters) is protected by @lock, a spinlock taken
- * with interrupts off because bio completions take it too. Nothing sleeps under it and
- * nothing under it allocates memory.
+ * Locking; each lock names its fields where they are declared, and functions that rely
+ * on one assert it (lockdep_assert_held()):
+ *  - pt_tier.lock, a spinlock taken with interrupts off because bio completions take it
+ *    too: everything in struct pt_tier below it (maps, segments, cgroups, staging cache,
+ *    prefetch queues, wait lists, counters, and the structs they hold) but what is
+ *    marked otherwise there. Nothing sleeps under it and nothing under it allocates
+ *    memory. A few of those fields are also read without it, with READ_ONCE(), as hints
+ *    that are checked again under it or that only decide when to look again ("lockless
+ *    reads" at the field).
+ *  - pt_tiers_lock (tier.c), a mutex: the table of tiers (pt_tiers); it also serializes
+ *    their creation and destruction.
+ *  - the disk's open_mutex: pt_tier.claimed.
+ *  - events.c's pt_ev_lock and ring locks: see there.
+ * The fields above pt_tier.lock are fixed once the tier is created, have locking of
+ * their own (atomics, bio_sets, wait queues, work items), or belong to one work item,
+ * as marked.
  */
 #ifndef _PAGETIER_TIER_H
 #define _PAGETIER_TIER_H
@@ -31,6 +43,7 @@
 #include <linux/blkdev.h>
 #include <linux/hashtable.h>
 #include <linux/list.h>
+#include <linux/lockdep.h>
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -106,6 +119,7 @@ enum pt_seg_pf {
 #define PT_SEG_F_BAD		BIT(0)	/* a write failed in it: retired once empty */
 #define PT_SEG_F_GCERR		BIT(1)	/* the collector could not move all of it */
 
+/* A segment of the backing device. Every field is under pt_tier.lock. */
 struct pt_seg {
 	struct list_head node;		/* free list, or a GC bucket while sealed */
 	struct list_head cg_node;	/* owner's segment list, allocation order */
@@ -132,11 +146,12 @@ struct pt_seg {
 #define PT_LAT_BUCKETS		PAGETIER_LAT_BUCKETS
 
 /*
- * A cgroup's entry in a tier's table. Its counters are defined once, in the ABI: @st is
- * the struct PAGETIER_IOC_CGROUP_STATS reports (uapi/pagetier.h), kept as it is copied
- * out, so a new counter is a field there and the code that counts it. st.cgroup_id and
- * st.segments stay 0: the entry's identity and segment count are @id and @nr_segs, which
- * the map keeps (pt_cg_fill() puts them in the copy).
+ * A cgroup's entry in a tier's table; every field is under pt_tier.lock. Its counters
+ * are defined once, in the ABI: @st is the struct PAGETIER_IOC_CGROUP_STATS reports
+ * (uapi/pagetier.h), kept as it is copied out, so a new counter is a field there and
+ * the code that counts it. st.cgroup_id and st.segments stay 0: the entry's identity
+ * and segment count are @id and @nr_segs, which the map keeps (pt_cg_fill() puts them
+ * in the copy).
  */
 struct pt_cgroup {
 	struct hlist_node node;		/* in pt_tier.cg_hash while it has an id */
@@ -149,7 +164,7 @@ struct pt_cgroup {
 	struct pagetier_cgroup_stat st;
 };
 
-/* A page in the staging cache: the prefetched copy of block @pblk. */
+/* A page in the staging cache: the prefetched copy of block @pblk. Under pt_tier.lock. */
 struct pt_stage {
 	struct hlist_node hnode;	/* stage_hash, by pblk */
 	struct list_head lru;		/* stage_lru (oldest first) or stage_free */
@@ -161,7 +176,9 @@ struct pt_stage {
 /*
  * A page of the write buffer (tier_wbuf.c): the data of block @pblk, whose write has
  * completed to its writer but not yet reached the backing device. The block is
- * PT_P2L_PENDING in the map for as long as it is buffered.
+ * PT_P2L_PENDING in the map for as long as it is buffered. Every field is under
+ * pt_tier.lock; the page's contents are stable from PT_WB_QUEUED until the entry is
+ * freed, and a reader that pinned it (@pins) copies it without the lock.
  */
 enum pt_wb_state {
 	PT_WB_FREE,		/* on wb_free */
@@ -182,7 +199,10 @@ struct pt_wbuf {
 	u8 state;			/* enum pt_wb_state */
 };
 
-/* One bio of the collector: blocks [pblk, pblk + nr), victim blocks from @first on. */
+/*
+ * One bio of the collector: blocks [pblk, pblk + nr), victim blocks from @first on.
+ * gc_work's alone; the bio's completion sets @status before gc_work's wait ends.
+ */
 struct pt_gc_run {
 	u32 pblk;
 	u32 nr;
@@ -190,13 +210,17 @@ struct pt_gc_run {
 	blk_status_t status;
 };
 
-/* A prefetch read being prepared: blocks [start, start + nr), those in @valid staged. */
+/*
+ * A prefetch read being prepared: blocks [start, start + nr), those in @valid staged.
+ * pf_work's alone (pt_tier.pf_chunks).
+ */
 struct pt_pfchunk {
 	u32 start;
 	u32 nr;
 	DECLARE_BITMAP(valid, PT_BG_MAX_BLOCKS);
 };
 
+/* A tier's counters: under pt_tier.lock. The sysfs columns are tables in tier.c. */
 struct pt_stats {
 	/* tier_stat */
 	u64 bytes_written;
@@ -254,6 +278,7 @@ struct pt_map_ops;
 struct pt_io_ops;
 
 struct pt_tier {
+	/* fixed once created */
 	u32 id;
 	const struct pt_map_ops *map_ops;	/* the map's upcalls, set by tier.c */
 	const struct pt_io_ops *io_ops;		/* the middle layers' upcalls, set by tier.c */
@@ -272,6 +297,7 @@ struct pt_tier {
 	u32 gc_high;			/* ... until this many */
 	u32 stage_max;			/* staging cache bound, pages */
 
+	/* their own locking */
 	struct bio_set top_bs;		/* one clone per read: its context */
 	struct bio_set io_bs;		/* clones and read pieces sent from ->submit_bio */
 	struct bio_set rd_bs;		/* read pieces sent from rd_work and pf_work */
@@ -281,7 +307,8 @@ struct pt_tier {
 	atomic_t inflight;		/* bios of ours not completed yet */
 	atomic_t users;			/* ioctls working on the tier outside pt_tiers_lock */
 	bool claimed;			/* being destroyed; under disk->open_mutex */
-	bool dying;			/* background work must stop */
+	/* background work must stop; written under @lock, lockless reads */
+	bool dying;
 
 	struct workqueue_struct *wq;	/* read continuations, prefetch */
 	struct workqueue_struct *gc_wq;
@@ -296,12 +323,27 @@ struct pt_tier {
 	wait_queue_head_t space_wq;	/* writers waiting for a free segment */
 	wait_queue_head_t gate_wq;	/* background I/O waiting for its turn */
 	wait_queue_head_t pf_wq;	/* PREFETCH callers with the WAIT flag */
+
+	/*
+	 * gc_work's alone, not under @lock: one work item never runs twice at once (and
+	 * gc_wq runs one at a time). gc_valid and gc_slot are filled under @lock because
+	 * what they are read from is.
+	 */
 	struct page **gc_pages;		/* [seg_blocks], the collector's buffer */
 	unsigned long *gc_valid;	/* [seg_blocks] bits */
 	u32 *gc_slot;			/* [seg_blocks] */
 	struct pt_gc_run *gc_runs;	/* [seg_blocks] */
+	/*
+	 * pf_work's alone, not under @lock, likewise: pt_pf_chunks() fills it (under @lock,
+	 * for the map it reads) and pt_pf_submit() reads it, both in pf_work.
+	 */
+	struct pt_pfchunk *pf_chunks;	/* one per 1 MiB of segment */
 
-	spinlock_t lock;		/* everything below */
+	/*
+	 * Everything below, and what it points to, but what is marked otherwise; the
+	 * pointers to arrays and their sizes are set at creation.
+	 */
+	spinlock_t lock;
 
 	u32 *l2p;			/* [nr_slots] slot -> block, PT_NONE */
 	u32 *p2l;			/* [nr_blocks] block -> slot | PT_P2L_*, PT_NONE */
@@ -309,11 +351,11 @@ struct pt_tier {
 	struct list_head *buckets;	/* [seg_blocks + 1] sealed segments by valid count */
 	struct list_head free_list;	/* free segments, FIFO */
 	struct list_head open_lru;	/* cgroups with an open segment, by last write */
-	u32 nr_free;
+	u32 nr_free;			/* lockless reads */
 	u32 nr_open;
 	u32 nr_bad;
-	u32 space_waiters;		/* writers waiting for a segment */
-	bool nospace;			/* the collector found nothing to free */
+	u32 space_waiters;		/* writers waiting for a segment; lockless reads */
+	bool nospace;			/* the collector found nothing to free; lockless reads */
 	bool tick_armed;
 
 	struct pt_cgroup *cg;		/* [nr_cg] */
@@ -340,9 +382,8 @@ struct pt_tier {
 	struct list_head pf_done;	/* landed prefetch bios, for pf_work */
 	u32 pf_inflight;		/* blocks being read by prefetch */
 	unsigned long pf_last;		/* jiffies of the last prefetch read */
-	bool pf_stalled;		/* planned work waits for the gate */
+	bool pf_stalled;		/* planned work waits for the gate; lockless reads */
 	bool pf_full;			/* planned work waits for room in the cache */
-	struct pt_pfchunk *pf_chunks;	/* pf_work's scratch, one per 1 MiB of segment */
 
 	/* reads that wait or continue in rd_work (rd_failed: rt_work) */
 	struct bio_list rd_retry;	/* re-resolve */
@@ -354,15 +395,15 @@ struct pt_tier {
 	struct pt_wbuf *wb_pool;	/* [wb_max] */
 	struct hlist_head *wb_hash;	/* by pblk */
 	u32 wb_hash_bits;
-	u32 wb_max;
-	u32 wb_held;			/* entries holding a block */
-	u32 wb_queued_nr;		/* ... of which QUEUED */
-	u32 wb_stuck;			/* ... of which STUCK */
+	u32 wb_max;			/* fixed once created */
+	u32 wb_held;			/* entries holding a block; lockless reads */
+	u32 wb_queued_nr;		/* ... of which QUEUED; lockless reads */
+	u32 wb_stuck;			/* ... of which STUCK; lockless reads */
 	u64 wb_seq;
 	struct list_head wb_free;
 	struct list_head wb_all;	/* entries holding a block, oldest first */
 	struct list_head wb_queued;	/* QUEUED entries, oldest first (moved ones last) */
-	bool wb_stalled;		/* write-back waits for the gate */
+	bool wb_stalled;		/* write-back waits for the gate; lockless reads */
 
 	/* background I/O admission */
 	u32 bg_inflight;		/* blocks of write-back, GC, read-ahead in flight */
@@ -479,6 +520,7 @@ static inline u16 pt_slot_owner(const struct pt_tier *t, u64 slot)
 {
 	u32 p = t->l2p[slot];
 
+	lockdep_assert_held(&t->lock);
 	return p == PT_NONE ? 0 : t->segs[pt_seg_of(t, p)].owner;
 }
 

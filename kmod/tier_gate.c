@@ -66,6 +66,7 @@ bool pt_gate_try_locked(struct pt_tier *t, u32 blocks)
 	bool demand = t->demand_inflight || time_before(jiffies, t->demand_last + hold);
 	u32 kib = demand ? READ_ONCE(bg_demand_kib) : READ_ONCE(bg_inflight_kib);
 
+	lockdep_assert_held(&t->lock);
 	if (t->bg_inflight && t->bg_inflight + blocks > (kib >> 2))
 		return false;
 	t->bg_inflight += blocks;
@@ -102,6 +103,7 @@ void pt_gate_wait(struct pt_tier *t, u32 blocks)
  */
 void pt_gate_put_locked(struct pt_tier *t, u32 blocks)
 {
+	lockdep_assert_held(&t->lock);
 	t->bg_inflight -= blocks;
 }
 

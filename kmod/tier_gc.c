@@ -42,6 +42,7 @@ void pt_gc_kick(struct pt_tier *t)
  */
 void pt_gc_seg_freed(struct pt_tier *t)
 {
+	lockdep_assert_held(&t->lock);
 	if (t->space_waiters)
 		wake_up_all(&t->space_wq);
 }

@@ -159,6 +159,7 @@ static void pt_cg_reset(struct pt_tier *t, u32 i)
 	struct pt_cgroup *c = &t->cg[i];
 	struct pt_seg *s, *tmp;
 
+	lockdep_assert_held(&t->lock);
 	if (c->open_seg != PT_NONE)
 		pt_seg_seal(t, c->open_seg);
 	/* Segments still read (or waiting to be freed) forget their owner. */
@@ -296,6 +297,7 @@ u16 pt_cg_find(struct pt_tier *t, u64 id)
 
 static void pt_cg_add_pages(struct pt_tier *t, u16 idx, u32 n)
 {
+	lockdep_assert_held(&t->lock);
 	if (!t->cg[idx].st.pages_stored && idx >= PT_CG_FIRST)
 		t->cg_empty--;
 	t->cg[idx].st.pages_stored += n;
@@ -304,6 +306,7 @@ static void pt_cg_add_pages(struct pt_tier *t, u16 idx, u32 n)
 
 static void pt_cg_sub_page(struct pt_tier *t, u16 idx)
 {
+	lockdep_assert_held(&t->lock);
 	t->pages_stored--;
 	if (!idx)
 		return;
@@ -326,6 +329,7 @@ static bool pt_seg_in_bucket(const struct pt_seg *s)
  */
 void pt_seg_set_valid(struct pt_tier *t, struct pt_seg *s, u32 valid)
 {
+	lockdep_assert_held(&t->lock);
 	s->valid = valid;
 	if (pt_seg_in_bucket(s))
 		list_move_tail(&s->node, &t->buckets[valid]);
@@ -342,6 +346,7 @@ void pt_seg_maybe_free(struct pt_tier *t, u32 seg)
 {
 	struct pt_seg *s = &t->segs[seg];
 
+	lockdep_assert_held(&t->lock);
 	if (s->state != PT_SEG_SEALED || s->valid || s->inflight || s->readers ||
 	    s->pf != PT_PF_NONE)
 		return;
@@ -369,6 +374,7 @@ static void pt_seg_seal(struct pt_tier *t, u32 seg)
 	struct pt_seg *s = &t->segs[seg];
 	struct pt_cgroup *c = &t->cg[s->owner];
 
+	lockdep_assert_held(&t->lock);
 	c->open_seg = PT_NONE;
 	list_del_init(&c->open_node);
 	t->nr_open--;
@@ -384,6 +390,7 @@ static u32 pt_seg_open(struct pt_tier *t, u16 idx)
 	struct pt_seg *s = list_first_entry(&t->free_list, struct pt_seg, node);
 	u32 seg = s - t->segs;
 
+	lockdep_assert_held(&t->lock);
 	list_del_init(&s->node);
 	t->nr_free--;
 	s->state = PT_SEG_OPEN;
@@ -413,6 +420,7 @@ void pt_seg_mark_bad(struct pt_tier *t, u32 seg)
 {
 	struct pt_seg *s = &t->segs[seg];
 
+	lockdep_assert_held(&t->lock);
 	if (s->flags & PT_SEG_F_BAD)
 		return;
 	if (s->state == PT_SEG_SEALED)
@@ -430,6 +438,7 @@ void pt_seg_mark_bad(struct pt_tier *t, u32 seg)
  */
 void pt_seg_release(struct pt_tier *t, u32 seg)
 {
+	lockdep_assert_held(&t->lock);
 	t->segs[seg].readers--;
 	pt_seg_maybe_free(t, seg);
 }
@@ -442,6 +451,7 @@ static void pt_block_kill(struct pt_tier *t, u32 p)
 	u32 seg = pt_seg_of(t, p);
 	struct pt_seg *s = &t->segs[seg];
 
+	lockdep_assert_held(&t->lock);
 	if (t->p2l[p] & PT_P2L_STAGED)
 		t->map_ops->stage_drop(t, p);
 	t->p2l[p] = PT_NONE;
@@ -461,6 +471,7 @@ void pt_map_clear(struct pt_tier *t, u64 slot)
 {
 	u32 p = t->l2p[slot];
 
+	lockdep_assert_held(&t->lock);
 	if (p == PT_NONE)
 		return;
 	t->l2p[slot] = PT_NONE;
@@ -488,6 +499,7 @@ int pt_map_reserve(struct pt_tier *t, u16 idx, u32 want, bool gc, u32 *pblk, u32
 	u32 seg = c->open_seg, n;
 	struct pt_seg *s;
 
+	lockdep_assert_held(&t->lock);
 	if (seg == PT_NONE) {
 		if (t->nr_free <= (gc ? 0 : PT_GC_RESERVE))
 			return -ENOSPC;
@@ -523,6 +535,7 @@ void pt_map_assign(struct pt_tier *t, u64 slot, u32 pblk, u32 n)
 	struct pt_seg *s = &t->segs[pt_seg_of(t, pblk)];
 	u32 i;
 
+	lockdep_assert_held(&t->lock);
 	for (i = 0; i < n; i++) {
 		pt_map_clear(t, slot + i);
 		t->l2p[slot + i] = pblk + i;
@@ -544,6 +557,7 @@ void pt_map_write_done(struct pt_tier *t, u32 pblk, u32 n, bool error)
 {
 	u32 seg = pt_seg_of(t, pblk), i, v;
 
+	lockdep_assert_held(&t->lock);
 	for (i = 0; i < n; i++) {
 		v = t->p2l[pblk + i];
 		/* Rewritten or discarded while in flight: already dead. */
@@ -607,6 +621,7 @@ u32 pt_gc_pick(struct pt_tier *t, u32 max_valid, bool *transient)
 	struct pt_seg *s;
 	u32 v;
 
+	lockdep_assert_held(&t->lock);
 	*transient = false;
 	max_valid = min(max_valid, t->seg_blocks - 1);
 	for (v = 1; v <= max_valid; v++) {
@@ -645,6 +660,7 @@ bool pt_gc_move(struct pt_tier *t, u32 from, u32 slot, u32 to)
 	struct pt_seg *src = &t->segs[pt_seg_of(t, from)];
 	struct pt_seg *dst = &t->segs[pt_seg_of(t, to)];
 
+	lockdep_assert_held(&t->lock);
 	if (!pt_p2l_live(v) || (v & PT_P2L_SLOT) != slot || t->l2p[slot] != from)
 		return false;
 	t->l2p[slot] = to;
@@ -669,6 +685,7 @@ void pt_gc_done(struct pt_tier *t, u32 seg, bool complete)
 {
 	struct pt_seg *s = &t->segs[seg];
 
+	lockdep_assert_held(&t->lock);
 	t->gc_owner = 0;
 	s->state = PT_SEG_SEALED;
 	if (!complete)

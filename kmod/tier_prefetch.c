@@ -89,6 +89,7 @@ int pt_stage_alloc(struct pt_tier *t, u32 pages)
  */
 void pt_page_put_locked(struct pt_tier *t, struct page *page)
 {
+	lockdep_assert_held(&t->lock);
 	if (t->pool_pages >= t->stage_max) {
 		__free_page(page);
 		return;
@@ -101,6 +102,7 @@ static struct page *pt_page_get_locked(struct pt_tier *t)
 {
 	struct page *page = list_first_entry_or_null(&t->page_pool, struct page, lru);
 
+	lockdep_assert_held(&t->lock);
 	if (page) {
 		list_del(&page->lru);
 		t->pool_pages--;
@@ -149,6 +151,7 @@ struct pt_stage *pt_stage_find(struct pt_tier *t, u32 pblk)
 {
 	struct pt_stage *e;
 
+	lockdep_assert_held(&t->lock);
 	hlist_for_each_entry(e, pt_stage_bucket(t, pblk), hnode)
 		if (e->pblk == pblk)
 			return e;
@@ -160,6 +163,7 @@ static void pt_stage_unlink(struct pt_tier *t, struct pt_stage *e)
 {
 	u16 owner = t->segs[pt_seg_of(t, e->pblk)].owner;
 
+	lockdep_assert_held(&t->lock);
 	hlist_del(&e->hnode);
 	list_move(&e->lru, &t->stage_free);
 	t->p2l[e->pblk] &= ~PT_P2L_STAGED;
@@ -184,6 +188,7 @@ struct page *pt_stage_take(struct pt_tier *t, u32 pblk)
 {
 	struct pt_stage *e = pt_stage_find(t, pblk);
 
+	lockdep_assert_held(&t->lock);
 	pt_stage_unlink(t, e);
 	return e->page;
 }
@@ -197,6 +202,7 @@ void pt_stage_drop(struct pt_tier *t, u32 pblk)
 {
 	struct pt_stage *e = pt_stage_find(t, pblk);
 
+	lockdep_assert_held(&t->lock);
 	if (WARN_ON_ONCE(!e)) {
 		t->p2l[pblk] &= ~PT_P2L_STAGED;
 		return;
@@ -215,6 +221,7 @@ void pt_stage_move(struct pt_tier *t, u32 from, u32 to)
 {
 	struct pt_stage *e = pt_stage_find(t, from);
 
+	lockdep_assert_held(&t->lock);
 	if (WARN_ON_ONCE(!e)) {
 		t->p2l[to] &= ~PT_P2L_STAGED;
 		return;
@@ -230,6 +237,7 @@ static bool pt_stage_insert(struct pt_tier *t, u32 pblk, struct page *page, bool
 	u16 owner = t->segs[pt_seg_of(t, pblk)].owner;
 	struct pt_stage *e;
 
+	lockdep_assert_held(&t->lock);
 	if (list_empty(&t->stage_free)) {
 		if (!evict)
 			return false;
@@ -259,6 +267,7 @@ static bool pt_stage_insert(struct pt_tier *t, u32 pblk, struct page *page, bool
  */
 void pt_tick_arm(struct pt_tier *t)
 {
+	lockdep_assert_held(&t->lock);
 	if (t->tick_armed || t->dying)
 		return;
 	t->tick_armed = true;
@@ -279,6 +288,7 @@ u64 pt_pf_plan(struct pt_tier *t, u16 idx, u64 budget, bool newest)
 	struct list_head *segs = &t->cg[idx].segs, *pos;
 	u64 planned = 0;
 
+	lockdep_assert_held(&t->lock);
 	for (pos = newest ? segs->prev : segs->next; pos != segs;
 	     pos = newest ? pos->prev : pos->next) {
 		struct pt_seg *s = list_entry(pos, struct pt_seg, cg_node);
@@ -307,6 +317,7 @@ void pt_pf_preempt(struct pt_tier *t, u32 seg)
 {
 	struct pt_seg *s = &t->segs[seg];
 
+	lockdep_assert_held(&t->lock);
 	list_del_init(&s->pf_node);
 	s->pf = PT_PF_NONE;
 	t->st.prefetch_preempted++;
@@ -317,6 +328,7 @@ static void pt_pf_unplan(struct pt_tier *t, u32 seg, struct bio_list *w)
 {
 	struct pt_seg *s = &t->segs[seg];
 
+	lockdep_assert_held(&t->lock);
 	list_del_init(&s->pf_node);
 	s->pf = PT_PF_NONE;
 	bio_list_merge(w, &s->waiters);
@@ -335,6 +347,7 @@ void pt_pf_cancel_all(struct pt_tier *t, struct bio_list *w)
 {
 	struct pt_seg *s, *tmp;
 
+	lockdep_assert_held(&t->lock);
 	list_for_each_entry_safe(s, tmp, &t->pf_planned, pf_node)
 		pt_pf_unplan(t, s - t->segs, w);
 }
@@ -466,13 +479,17 @@ static void pt_pf_land(struct pt_tier *t, struct pt_bgio *io)
 	pt_inflight_put(t);
 }
 
-/* Where to read in a segment: the span of blocks to stage in each 1 MiB window. */
+/*
+ * Where to read in a segment: the span of blocks to stage in each 1 MiB window, into
+ * t->pf_chunks (pf_work's). Under t->lock, for the map.
+ */
 static u32 pt_pf_chunks(struct pt_tier *t, u32 seg, u32 *total)
 {
 	u32 base = seg << t->seg_shift, wp = t->segs[seg].wp;
 	struct pt_pfchunk *ch = t->pf_chunks;
 	u32 w, end, i, first, last = 0, v, n = 0;
 
+	lockdep_assert_held(&t->lock);
 	*total = 0;
 	for (w = 0; w < wp; w += PT_BG_MAX_BLOCKS) {
 		end = min(wp, w + PT_BG_MAX_BLOCKS);
@@ -498,7 +515,13 @@ static u32 pt_pf_chunks(struct pt_tier *t, u32 seg, u32 *total)
 	return n;
 }
 
-/* Allocates and submits the reads pt_pf_chunks() chose; never waits for memory. */
+/*
+ * Allocates and submits the reads pt_pf_chunks() chose; never waits for memory. It reads
+ * t->pf_chunks without t->lock, which is safe: pf_chunks is pf_work's alone, and both
+ * pt_pf_chunks() and this run only in pf_work (through pt_pf_issue()), which the
+ * workqueue never runs twice at once (it is only ever queued on t->wq). The map is
+ * not read here: what the chunks hold was copied out of it under the lock.
+ */
 static void pt_pf_submit(struct pt_tier *t, u32 seg, u32 n, bool gated)
 {
 	const gfp_t gfp = GFP_NOIO & ~__GFP_DIRECT_RECLAIM;

@@ -173,6 +173,7 @@ void pt_wb_put_locked(struct pt_tier *t, struct list_head *ents)
 {
 	struct pt_wbuf *e, *tmp;
 
+	lockdep_assert_held(&t->lock);
 	list_for_each_entry_safe(e, tmp, ents, node) {
 		list_move(&e->node, &t->wb_free);
 		t->wb_held--;
@@ -247,6 +248,7 @@ void pt_wb_insert_locked(struct pt_tier *t, struct list_head *ents, u32 pblk, u3
 /* Lets go of @e's block: it is written, or dead. */
 static void pt_wb_release_locked(struct pt_tier *t, struct pt_wbuf *e)
 {
+	lockdep_assert_held(&t->lock);
 	if (e->state == PT_WB_QUEUED)
 		t->wb_queued_nr--;
 	else if (e->state == PT_WB_STUCK)
@@ -270,6 +272,7 @@ static void pt_wb_release_locked(struct pt_tier *t, struct pt_wbuf *e)
  */
 void pt_wb_unpin_locked(struct pt_tier *t, struct pt_wbuf *e)
 {
+	lockdep_assert_held(&t->lock);
 	if (--e->pins || e->state != PT_WB_GONE)
 		return;
 	e->state = PT_WB_FREE;
@@ -281,6 +284,7 @@ static bool pt_wb_live(struct pt_tier *t, struct pt_wbuf *e)
 {
 	u32 v = t->p2l[e->pblk];
 
+	lockdep_assert_held(&t->lock);
 	return v != PT_NONE && (v & PT_P2L_PENDING);
 }
 
@@ -310,6 +314,7 @@ static bool pt_wb_move_locked(struct pt_tier *t, struct pt_wbuf *e)
 	u32 from = e->pblk, to, got;
 	u16 owner = t->segs[pt_seg_of(t, from)].owner;
 
+	lockdep_assert_held(&t->lock);
 	if (pt_map_reserve(t, owner, 1, false, &to, &got)) {
 		if (e->state != PT_WB_STUCK) {
 			e->state = PT_WB_STUCK;
@@ -338,6 +343,7 @@ static void pt_wb_retry_stuck_locked(struct pt_tier *t)
 	struct pt_wbuf *e, *tmp;
 	bool room = true;
 
+	lockdep_assert_held(&t->lock);
 	list_for_each_entry_safe(e, tmp, &t->wb_all, all) {
 		if (!t->wb_stuck)
 			break;
@@ -422,6 +428,7 @@ static u32 pt_wb_next_run_locked(struct pt_tier *t, struct bio *bio, struct pt_b
 	struct pt_wbuf *e, *n;
 	u32 p, end, nr;
 
+	lockdep_assert_held(&t->lock);
 	for (;;) {
 		e = list_first_entry_or_null(&t->wb_queued, struct pt_wbuf, node);
 		if (!e)
