@@ -107,6 +107,7 @@ void pt_hot_free(struct pt_hot *h)
 			close(h->pidfds[i]);
 	pt_mq_free(h->mq);
 	pt_idset_free(&h->refaulted);
+	pt_idset_free(&h->mispredicted);
 	pt_idset_free(&h->prefetched);
 	pt_idset_free(&h->used);
 	free(h->wake_set);
@@ -167,16 +168,22 @@ static void end_window(struct pt_hot *h)
 	h->window_left = 0;
 }
 
-/* Whether an access to @id now is fresh: not accessed in the PT_HOT_FRESH_EPOCHS before. */
-static bool fresh_access(const struct pt_hot *h, uint64_t id, uint64_t now)
+/*
+ * Whether an access to @id now is fresh: not accessed in the PT_HOT_FRESH_EPOCHS before.
+ * *@info gets what the model knew of it (where PT_MQ_ABSENT: nothing).
+ */
+static bool fresh_access(const struct pt_hot *h, uint64_t id, uint64_t now,
+			 struct pt_mq_chunk *info)
 {
-	struct pt_mq_chunk info;
-
-	if (pt_mq_lookup(h->mq, id, &info) || !info.accessed)
+	if (pt_mq_lookup(h->mq, id, info)) {
+		info->where = PT_MQ_ABSENT;
 		return true;
-	if (info.last_access == now)
+	}
+	if (!info->accessed)
+		return true;
+	if (info->last_access == now)
 		return false;	/* already counted this epoch */
-	return info.where != PT_MQ_RESIDENT || info.last_access + PT_HOT_FRESH_EPOCHS < now;
+	return info->where != PT_MQ_RESIDENT || info->last_access + PT_HOT_FRESH_EPOCHS < now;
 }
 
 int pt_hot_apply_scans(struct pt_hot *h, struct pt_proc_scan *scans, int n)
@@ -202,6 +209,7 @@ int pt_hot_apply_scans(struct pt_hot *h, struct pt_proc_scan *scans, int n)
 		for (uint32_t c = 0; c < scans[p].n; c++) {
 			const struct pt_chunk_scan *cs = &scans[p].chunks[c];
 			uint64_t id = pt_hot_chunk_id(h, slot, cs->addr);
+			struct pt_mq_chunk info;
 			int r;
 
 			if (!cs->accessed) {
@@ -211,13 +219,17 @@ int pt_hot_apply_scans(struct pt_hot *h, struct pt_proc_scan *scans, int n)
 				continue;
 			}
 			accessed++;
-			fresh += fresh_access(h, id, now);
+			fresh += fresh_access(h, id, now, &info);
 			r = pt_mq_touch(h->mq, id);
 			/* A chunk the wake's prefetch brought back is a hit, not a refault. */
 			if (r == PT_MQ_REFAULT && !pt_idset_has(&h->prefetched, id)) {
 				refaults++;
 				h->refaults++;
 				pt_idset_add(&h->refaulted, id);
+				/* Back within the threshold it had passed: see PT_HOT_REFAULT_COLD_MULT. */
+				if (info.where == PT_MQ_HISTORY && h->cold_epochs &&
+				    now - info.stamp <= h->cold_epochs)
+					pt_idset_add(&h->mispredicted, id);
 			}
 			if (h->window_left && pt_idset_add(&h->used, id) == 1 &&
 			    pt_idset_has(&h->prefetched, id))
@@ -316,7 +328,7 @@ int pt_hot_cold_chunks(const struct pt_hot *h, uint32_t cold_epochs, uint64_t *o
 		m[i].id = ids[i];
 		m[i].order = (uint32_t)i;
 		m[i].region = ids[i] >> rshift;
-		uint64_t need = pt_idset_has(&h->refaulted, ids[i]) ?
+		uint64_t need = pt_idset_has(&h->mispredicted, ids[i]) ?
 				(uint64_t)cold_epochs * PT_HOT_REFAULT_COLD_MULT : cold_epochs;
 
 		m[i].cold = pt_mq_lookup(h->mq, ids[i], &info) == 0 &&
@@ -439,6 +451,7 @@ uint32_t pt_hot_cold_backoff(struct pt_hot *h, uint64_t cold_epochs)
 	pt_mq_get_stats(h->mq, &st);
 	if (!h->backoff)
 		h->backoff = 1;
+	h->cold_epochs = cold_epochs * h->backoff;
 	/*
 	 * One step per cold_epochs at most: refaults of a step's offloads show up after it.
 	 * Rates below PT_HOT_BACKOFF_MIN_MILLI (a chunk every few epochs) are noise, not a
@@ -458,6 +471,7 @@ uint32_t pt_hot_cold_backoff(struct pt_hot *h, uint64_t cold_epochs)
 			h->backoff_epoch = now;
 		h->backoff = 1;
 	}
+	h->cold_epochs = cold_epochs * h->backoff;
 	return (uint32_t)(cold_epochs * h->backoff);
 }
 
@@ -494,6 +508,7 @@ void pt_hot_prefetched(struct pt_hot *h, uint32_t window)
 	h->used_prefetched = 0;
 	h->window_left = window;
 	pt_idset_clear(&h->refaulted);
+	pt_idset_clear(&h->mispredicted);
 }
 
 int pt_hot_ranges(const struct pt_hot *h, const uint64_t *ids, size_t n,

@@ -36,10 +36,13 @@
 /* khugepaged's default max_ptes_swap: see pt_hot_cold_chunks(). */
 #define PT_HOT_REGION_SWAP_MAX	64
 /*
- * A chunk that came back after an offload proved its cold threshold too short for it: it
- * leaves again only after this many times that threshold without an access (a cache's
- * LRU crawler or a periodic sweep that touches everything now and then would otherwise
- * fault it back after each offload: writes and refaults for no saving).
+ * A chunk that came back sooner after its offload than the cold threshold it had passed
+ * (unused for T, offloaded, used again within T: a period the threshold cut through, as
+ * of a cache's LRU crawler or a periodic sweep) leaves again only after this many times
+ * the threshold without an access; otherwise it would be faulted back after every
+ * offload: writes and refaults for no saving. A chunk that comes back later than that (a
+ * random read of a big cache) was a good offload and is not held back: holding every
+ * chunk read once would fill memory with them.
  */
 #define PT_HOT_REFAULT_COLD_MULT 8
 /* Refault rates (per epoch, x1000) below which the cold backoff does not grow. */
@@ -71,11 +74,14 @@ struct pt_hot {
 	int pidfds[PT_HOT_MAX_PROCS];
 	uint64_t epochs;
 
-	/*
-	 * Chunks refaulted since the last wake: part of the next wake set, and cold only after
-	 * PT_HOT_REFAULT_COLD_MULT times the threshold (pt_hot_cold_chunks).
-	 */
+	/* Chunks refaulted since the last wake: part of the next wake set. */
 	struct pt_idset refaulted;
+	/*
+	 * ... of which those that came back within the cold threshold of their offload: cold
+	 * only after PT_HOT_REFAULT_COLD_MULT times the threshold (pt_hot_cold_chunks).
+	 */
+	struct pt_idset mispredicted;
+	uint64_t cold_epochs;		/* the cold threshold last used (pt_hot_cold_backoff) */
 
 	/* Wake set recorded at idle, hottest first. */
 	uint64_t *wake_set;
@@ -129,8 +135,8 @@ void pt_hot_skip_epochs(struct pt_hot *h, uint32_t n);
 
 /*
  * Up to @max resident chunks not accessed for @cold_epochs epochs (PT_HOT_REFAULT_COLD_MULT
- * times that for a chunk refaulted since the last wake; demotions in the model do not
- * count as accesses), coldest first, into
+ * times that for a mispredicted one, see above; demotions in the model do not count as
+ * accesses), coldest first, into
  * @ids; only from 2 MiB regions whose resident chunks are all cold (so a transparent huge
  * page leaves whole). Returns the count or a negative errno.
  */

@@ -155,6 +155,7 @@ static void test_refault_and_wake_set(void **state)
 	scan_one(&h, 1, all, NULL);
 	for (int e = 0; e < 3; e++)
 		scan_one(&h, 1, first_ten, NULL);
+	assert_int_equal(pt_hot_cold_backoff(&h, 2), 2);	/* as the daemon does: the threshold */
 	n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
 	assert_int_equal(n, NCHUNKS - 10);
 	pt_hot_evicted(&h, ids, (size_t)n);	/* offloaded while active */
@@ -162,8 +163,9 @@ static void test_refault_and_wake_set(void **state)
 	scan_one(&h, 1, only, &fifty);
 	assert_int_equal(h.refaults, 1);
 	/*
-	 * A chunk that came back waits PT_HOT_REFAULT_COLD_MULT times the threshold before it
-	 * may leave again; the others leave after the threshold as before.
+	 * It came back within the threshold it had passed: it waits PT_HOT_REFAULT_COLD_MULT
+	 * times the threshold before it may leave again; the others leave after the
+	 * threshold as before.
 	 */
 	{
 		uint64_t id50 = pt_hot_chunk_id(&h, 0, BASE + 50 * CHUNK);
@@ -182,9 +184,28 @@ static void test_refault_and_wake_set(void **state)
 		/* Accessed in epoch E, cold once E + 16 < now: 16 scans after the refault. */
 		assert_int_equal(e + 1, 2 * PT_HOT_REFAULT_COLD_MULT);
 	}
-	/* Idle: the wake set is what was used recently, plus the refaulted chunk. */
-	n = pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 20);
-	assert_int_equal(n, 11);
+	/*
+	 * Chunk 60 left with the others and comes back only now, long after the threshold:
+	 * a good offload, read once; it may leave again after the plain threshold.
+	 */
+	{
+		int sixty = 60, e;
+		uint64_t id60 = pt_hot_chunk_id(&h, 0, BASE + 60 * CHUNK);
+		bool has60 = false;
+
+		scan_one(&h, 1, only, &sixty);
+		assert_int_equal(h.refaults, 2);
+		for (e = 0; e < 2 * PT_HOT_REFAULT_COLD_MULT && !has60; e++) {
+			scan_one(&h, 1, first_ten, NULL);
+			n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
+			for (int i = 0; i < n; i++)
+				has60 |= ids[i] == id60;
+		}
+		assert_int_equal(e, 2);	/* accessed in epoch E, cold once E + 2 < now: 2 scans */
+	}
+	/* Idle: the wake set is what was used recently, plus the refaulted chunks. */
+	n = pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 30);
+	assert_int_equal(n, 12);
 	{
 		bool has50 = false;
 
