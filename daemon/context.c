@@ -523,6 +523,7 @@ struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval
 	if (!ids)
 		return NULL;
 	n = pt_hot_cold_chunks(&ctx->hot, (uint32_t)epochs, ids, max);
+	ctx->cold_more = n > 0 && (size_t)n >= max;
 	if (n <= 0) {
 		free(ids);
 		return NULL;

@@ -130,6 +130,13 @@ struct pt_context {
 	 */
 	uint32_t scan_stretch;
 	uint32_t last_scan_epochs;	/* epochs the latest applied scan stood for */
+	/*
+	 * The last cold offload took its whole budget (more cold chunks are likely left): the
+	 * next goes one scan interval later, scan or not, so that a stretched scan interval
+	 * never turns the offload rate into bursts.
+	 */
+	bool cold_more;
+	uint64_t last_cold_ms;
 	bool memory_signal;		/* scans tell pages apart: idle.h's memory rule applies */
 	uint64_t last_epoch_ms;		/* when the latest scan was applied */
 	uint64_t busy_epoch;		/* the last epoch in which it was seen busy */

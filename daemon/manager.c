@@ -211,6 +211,21 @@ static void on_signal(struct pt_manager *m, struct pt_context *ctx, struct pt_si
 		woke(m, ctx, source);
 }
 
+/*
+ * Cold offload of an active context: one scan interval's worth of offload_rate at most,
+ * whether it follows a scan or the previous offload (tick_ctx), so that it stays paced.
+ */
+static void submit_cold(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
+{
+	struct pt_action *a = pt_context_cold(ctx, m->cfg.scan_interval_ms,
+					      m->cfg.offload_rate * m->cfg.scan_interval_ms / 1000);
+
+	if (a) {
+		ctx->last_cold_ms = now;
+		submit(m, a);
+	}
+}
+
 void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 {
 	struct pt_context *ctx = pt_manager_find(m, a->cgroup_id);
@@ -226,13 +241,7 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 		else if (m->fill_level >= PT_FILL_NO_COLD)
 			m->fill_deferred++;	/* the tiers are nearly full: cold chunks wait */
 		else
-			/*
-			 * Offload is rate-limited: offload_rate over the scan intervals this
-			 * scan stood for.
-			 */
-			submit(m, pt_context_cold(ctx, m->cfg.scan_interval_ms,
-						  m->cfg.offload_rate * m->cfg.scan_interval_ms *
-						  ctx->last_scan_epochs / 1000));
+			submit_cold(m, ctx, pt_now_ms());
 	}
 	if (ctx && ctx->wake_pending) {
 		/* It woke while the action ran: prefetch now. */
@@ -496,7 +505,12 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 		woke(m, ctx, "cpu usage");
 	} else if (ctx->idle.state == PT_STATE_IDLE) {
 		submit(m, pt_context_settle(ctx));
-	} else if (ctx->idle.state == PT_STATE_ACTIVE && now >= pt_context_next_scan_ms(ctx)) {
+	} else if (ctx->idle.state == PT_STATE_ACTIVE && now < pt_context_next_scan_ms(ctx)) {
+		/* Between two scans of a steady context: more cold chunks, at the same pace. */
+		if (ctx->cold_more && !ctx->busy && m->fill_level < PT_FILL_NO_COLD &&
+		    now - ctx->last_cold_ms >= m->cfg.scan_interval_ms)
+			submit_cold(m, ctx, now);
+	} else if (ctx->idle.state == PT_STATE_ACTIVE) {
 		struct pt_action *a = pt_context_scan(ctx, m->scanner, m->kmod_fd,
 						      m->cfg.chunk_shift);
 

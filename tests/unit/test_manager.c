@@ -540,6 +540,62 @@ static void test_steady_scans_stretch(void **state)
 }
 
 /*
+ * Cold offload keeps its pace when scans are stretched: one scan interval's worth of
+ * offload_rate per action, the next one an interval later, scan or not.
+ */
+static void test_cold_offload_paced(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms();
+
+	{
+		char err[PT_ERRBUF_MAX];
+		struct pt_config cfg;
+
+		fx_write(f->etc, "containers.d/ct.conf",
+			 "[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 16s\n"
+			 "resident_floor = 0\n\n[db]\nmatch_cgroup = /ct/db\nclass = critical\n");
+		assert_int_equal(pt_config_load(&cfg, f->etc, false, err), 0);
+		pt_manager_reload(&f->m, &cfg);
+	}
+	f->m.cfg.offload_rate = 4 << 16;	/* 4 chunks per scan interval (1 s) */
+	pt_manager_tick(&f->m, t);	/* samples it: 256 MiB resident */
+	finish_all(&f->m, &f->r);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(pt_context_max_stretch(web), 4);
+	/* 32 chunks used once, then nothing for 17 epochs: all cold. */
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	for (int e = 0; e < 17; e++) {
+		feed_scan(&f->m, web, false);
+		if (count(&f->r, web, PT_JOB_COLD))
+			break;
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 1);
+	for (int i = 0; i < f->r.n; i++)
+		if (f->r.a[i]->kind == PT_JOB_COLD)
+			assert_int_equal(f->r.a[i]->n_ids, 4);
+	assert_true(web->cold_more);
+	finish_all(&f->m, &f->r);
+	/* The next scan is stretched further out; the offload goes on each interval. */
+	web->last_scan_ms = t;
+	web->scan_stretch = 4;
+	web->last_cold_ms = t;
+	web->idle.last_active_ms = t;
+	pt_manager_tick(&f->m, t + 500);
+	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 0);	/* not before an interval */
+	pt_manager_tick(&f->m, t + 1000);
+	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 1);
+	assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 0);
+	finish_all(&f->m, &f->r);
+	pt_manager_tick(&f->m, t + 2000);
+	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 1);
+	finish_all(&f->m, &f->r);
+}
+
+/*
  * Idle, after its offload: swap cache nobody maps (what its timers' faults read ahead) is
  * trimmed after a scan once it exceeds PT_IDLE_STRAY_SWAPCACHE, never a mapped page's worth.
  */
@@ -705,6 +761,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tick_costs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_tier_holds_offload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cold_offload_paced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_walk_and_sample_errors_drop_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),
