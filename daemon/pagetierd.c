@@ -39,8 +39,16 @@
 #include "preload_server.h"
 #include "worker.h"
 
-/* Threads for blocking actions: enough to wake two containers at once on a small host. */
+/*
+ * Threads for blocking actions. The wake prefetch (a container waits for it) has a pool of
+ * its own, enough to wake two containers at once on a small host, so that it never queues
+ * behind background work; offload, scans and reclaim run in a pool at PT_BACKGROUND_NICE,
+ * so that their CPU time (MADV_PAGEOUT unmaps and writes in the caller's context) yields
+ * to the containers' own threads, a critical service's first.
+ */
 #define PT_WORKER_THREADS 2
+#define PT_BACKGROUND_THREADS 2
+#define PT_BACKGROUND_NICE 19
 
 /* metrics.h numbers the BPF event types and counters as bpf/pagetier_events.h does. */
 _Static_assert(PT_METRICS_BPF_TYPES == PT_BPF_EV_MAX, "BPF event types");
@@ -51,7 +59,8 @@ struct pt_daemon {
 	const char *config_dir;
 	int events_fd;				/* the tier event ring, -1 if none */
 	int epfd, tfd, sfd, lfd;
-	struct pt_workers workers;
+	struct pt_workers workers;		/* wake prefetch */
+	struct pt_workers background;		/* everything else, niced */
 	struct pt_bpf *bpf;			/* NULL: BPF unavailable */
 	struct pt_metrics_http *http;		/* NULL: no metrics_listen, or it failed */
 	char preload_path[PATH_MAX];
@@ -74,7 +83,7 @@ static void submit_action(void *arg, struct pt_action *a)
 	struct pt_daemon *d = arg;
 
 	a->job.done = action_done;
-	pt_workers_submit(&d->workers, &a->job);
+	pt_workers_submit(a->kind == PT_JOB_PREFETCH ? &d->workers : &d->background, &a->job);
 }
 
 static void track_cgroup(void *arg, uint64_t id, bool on)
@@ -349,6 +358,7 @@ static int setup_loop(struct pt_daemon *d)
 	watch(d, d->tfd);
 	watch(d, d->lfd);
 	watch(d, d->workers.efd);
+	watch(d, d->background.efd);
 	watch(d, d->bpf ? pt_bpf_fd(d->bpf) : -1);
 	watch(d, d->m.preload ? pt_preload_server_fd(d->m.preload) : -1);
 	watch(d, d->events_fd);
@@ -408,6 +418,8 @@ static void dispatch(struct pt_daemon *d, int fd)
 		ctl_accept(d);
 	} else if (fd == d->workers.efd) {
 		pt_workers_reap(&d->workers, d);
+	} else if (fd == d->background.efd) {
+		pt_workers_reap(&d->background, d);
 	} else if (fd == d->events_fd) {
 		uint64_t lost = d->m.tier_events_lost;
 
@@ -556,6 +568,9 @@ int main(int argc, char **argv)
 		preload_listen(&d);
 		metrics_listen(&d);
 		rc = pt_workers_start(&d.workers, PT_WORKER_THREADS);
+		if (!rc)
+			rc = pt_workers_start_nice(&d.background, PT_BACKGROUND_THREADS,
+						   PT_BACKGROUND_NICE);
 	}
 	if (!rc)
 		rc = setup_loop(&d);
@@ -591,6 +606,7 @@ int main(int argc, char **argv)
 		d.m.n_ctxs);
 	/* Actions in flight finish (an interrupted MADV_PAGEOUT is harmless, but wait). */
 	pt_workers_stop(&d.workers, &d);
+	pt_workers_stop(&d.background, &d);
 	pt_metrics_http_stop(d.http);
 	if (d.bpf)
 		pt_bpf_close(d.bpf);

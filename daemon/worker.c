@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static void *worker_main(void *arg)
@@ -13,6 +15,9 @@ static void *worker_main(void *arg)
 	struct pt_workers *w = arg;
 	uint64_t one = 1;
 
+	/* Per thread on Linux: PRIO_PROCESS with a thread id. */
+	if (w->nice && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice))
+		__atomic_add_fetch(&w->nice_errors, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		struct pt_job *job;
@@ -46,7 +51,13 @@ static void *worker_main(void *arg)
 
 int pt_workers_start(struct pt_workers *w, int n_threads)
 {
+	return pt_workers_start_nice(w, n_threads, 0);
+}
+
+int pt_workers_start_nice(struct pt_workers *w, int n_threads, int nice)
+{
 	memset(w, 0, sizeof(*w));
+	w->nice = nice;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

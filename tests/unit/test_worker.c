@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -86,11 +87,53 @@ static void test_stop_drains_queue(void **state)
 	assert_int_equal(sum, 40);
 }
 
+/* Reports the nice value of the worker thread that runs it (per thread on Linux). */
+static void run_nice(struct pt_job *job)
+{
+	struct test_job *t = (struct test_job *)job;
+
+	t->ran_on = pthread_self();
+	t->value = getpriority(PRIO_PROCESS, 0);
+}
+
+static void done_free(struct pt_job *job, void *arg)
+{
+	int *seen = arg;
+
+	*seen = ((struct test_job *)job)->value;
+	free(job);
+}
+
+/* A background pool's threads run niced; the loop thread and a plain pool's do not. */
+static void test_niced_pool(void **state)
+{
+	struct pt_workers plain, bg;
+	struct test_job *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	int seen_plain = -100, seen_bg = -100, me = getpriority(PRIO_PROCESS, 0);
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	a->job.run = b->job.run = run_nice;
+	a->job.done = b->job.done = done_free;
+	assert_int_equal(pt_workers_start(&plain, 1), 0);
+	assert_int_equal(pt_workers_start_nice(&bg, 1, 19), 0);
+	pt_workers_submit(&plain, &a->job);
+	pt_workers_submit(&bg, &b->job);
+	pt_workers_stop(&plain, &seen_plain);
+	pt_workers_stop(&bg, &seen_bg);
+	assert_int_equal(seen_plain, me);
+	assert_int_equal(seen_bg, 19);
+	assert_int_equal(bg.nice_errors, 0);
+	assert_int_equal(getpriority(PRIO_PROCESS, 0), me);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jobs_complete_on_reaper),
 		cmocka_unit_test(test_stop_drains_queue),
+		cmocka_unit_test(test_niced_pool),
 	};
 
 	return cmocka_run_group_tests_name("worker", tests, NULL, NULL);
