@@ -141,6 +141,8 @@ unit: $(UNIT_TESTS) $(B)/man-test/config_default daemon man
 	  --config-default $(B)/man-test/config_default || fail=1; \
 	echo "== tests/metrics/check_scrape.py"; timeout -k 5 300 python3 tests/metrics/check_scrape.py \
 	  --bin $(B)/bin --unit $(B)/unit/test_metrics || fail=1; \
+	echo "== tests/kmod: stat columns and layers"; python3 tests/kmod/check_stat_columns.py && \
+	  python3 tests/kmod/check_layers.py || fail=1; \
 	$(MAKE) --no-print-directory unit-packaging || fail=1; \
 	[ $$fail = 0 ] || { echo "unit tests failed" >&2; exit 1; }
 

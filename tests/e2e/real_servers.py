@@ -226,6 +226,7 @@ def main():
         wait_for(lambda: all(c.count for c in clients.values()), 30, step=0.05)
         snap = status_json(runtime) or {}
         idle_before = {n: snap.get(n, {}).get("idle_periods", 0) for n in srv}
+        written_before = {n: snap.get(n, {}).get("tier_written_bytes", 0) for n in srv}
         t_load = time.monotonic()
         mid = {}
         ref = ("redis-cold",) + tuple(srv)
@@ -257,6 +258,18 @@ def main():
                 refaulted_last15s_MiB=round(refault_mib, 1),
                 cold_offloaded_MiB=snap.get(n, {}).get("cold_offloaded_bytes", 0) // MIB,
                 write_amp_load=snap.get(n, {}).get("write_amplification"))
+        # No churn while they serve: what is written to the tier over the load is what the
+        # cold path offloads, not the same pages again and again. (write_amp_load divides
+        # everything written since tracking began, the idle offload included, by what is
+        # out now: once a server's own background work has read its memory back, as
+        # memcached's LRU crawler does, it is large without a byte written under load.)
+        for n in srv:
+            written = snap.get(n, {}).get("tier_written_bytes", 0) - written_before[n]
+            cold = snap.get(n, {}).get("cold_offloaded_bytes", 0)
+            figures[n]["written_under_load_MiB"] = round(written / MIB, 1)
+            tap.ok(written <= max(4 * MIB, 2 * cold),
+                   f"{n}: no churn under load: {written / MIB:.1f} MiB written to the tier "
+                   f"in {LOAD_S} s ({cold // MIB} MiB offloaded cold)", json.dumps(snap.get(n)))
         # What it does not touch stays out (memcached's LRU crawler reads every item now
         # and then: its figures are reported, see the closing note of issue 16).
         for n in ("redis", "nginx", "postgres"):
