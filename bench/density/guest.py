@@ -96,9 +96,42 @@ def vmstat():
         return {k: int(v) for k, v in (line.split() for line in f)}
 
 
-def stall_us(name):
-    with open(os.path.join(cg(name), "memory.pressure")) as f:
+def stall_us(name, resource="memory"):
+    with open(os.path.join(cg(name), f"{resource}.pressure")) as f:
         return int(f.readline().split("total=")[1])
+
+
+def cg_cpu_us(name):
+    try:
+        with open(os.path.join(cg(name), "cpu.stat")) as f:
+            return int(f.readline().split()[1])	# usage_usec
+    except OSError:
+        return 0	# gone (OOM-killed): counted as nothing
+
+
+def kernel_threads_ticks(prefix):
+    """utime + stime of the kernel threads whose name starts with @prefix (kswapd...)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        if name.startswith(prefix):
+            fields = text.rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total
+
+
+def cpu_busy_ticks():
+    """The guest's CPU time not idle and not waiting for I/O, all CPUs, in ticks."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v) - v[3] - v[4]
 
 
 class RedisServer:
@@ -401,9 +434,25 @@ def main():
 
     def measure(n):
         vm0, st0 = vmstat(), {c: stall_us(c) for c in CRIT}
+        names0 = [s.name for s in servers if os.path.isdir(cg(s.name))]
+        # Where the guest's CPU went in the window: the critical service's wait for a CPU
+        # (cpu.pressure), the noise containers', kswapd's and pagetierd's time.
+        cw0 = {c: stall_us(c, "cpu") for c in CRIT}
+        cc0 = {x: cg_cpu_us(x) for x in list(CRIT) + names0}
+        ks0, busy0 = kernel_threads_ticks("kswapd"), cpu_busy_ticks()
+        pd0 = cpu_seconds(daemon.pid) if daemon else 0
         noise.take()
         res = client.run(measure_s)
         vm1, mi = vmstat(), meminfo()
+        hz = os.sysconf("SC_CLK_TCK")
+        window_cpu = {
+            "crit_cpu_wait_ms": {c: (stall_us(c, "cpu") - cw0[c]) // 1000 for c in CRIT},
+            "crit_cpu_s": round(sum(cg_cpu_us(c) - cc0[c] for c in CRIT) / 1e6, 2),
+            "noise_cpu_s": round(sum(cg_cpu_us(x) - cc0[x] for x in names0) / 1e6, 2),
+            "kswapd_cpu_s": round((kernel_threads_ticks("kswapd") - ks0) / hz, 2),
+            "busy_cpu_s": round((cpu_busy_ticks() - busy0) / hz, 2),
+            "pagetierd_window_cpu_s": round(cpu_seconds(daemon.pid) - pd0, 2) if daemon else None,
+        }
         nlat, nfail = noise.take()
         nsum = summarize(nlat, nfail, measure_s, 1 / NOISE_CLIENT_SLEEP)
         alive = [s.name for s in servers if s.alive()]
@@ -423,6 +472,7 @@ def main():
                 "pswpin": vm1.get("pswpin", 0) - vm0.get("pswpin", 0),
                 "pswpout": vm1.get("pswpout", 0) - vm0.get("pswpout", 0),
                 "oom_kill": vm1.get("oom_kill", 0),
+                "window_cpu": window_cpu,
                 "elapsed_s": round(time.monotonic() - t_begin)}
         if daemon:
             step["on_tier_MiB"] = sum(e2elib.tier_bytes_by_cgroup().values()) // MIB
@@ -440,6 +490,10 @@ def main():
             f"noise {step['noise_alive']}/{n} alive, p99 {nc['p99_ms']} ms, "
             f"{nc['failed']} errors, {step['noise_resident_MiB']} MiB resident, "
             f"{step['swapped_MiB']} MiB swapped; written {step['device_written_MiB']} MiB; "
+            f"CPU s busy {window_cpu['busy_cpu_s']}, critical {window_cpu['crit_cpu_s']} "
+            f"(waited {sum(window_cpu['crit_cpu_wait_ms'].values())} ms), noise "
+            f"{window_cpu['noise_cpu_s']}, kswapd {window_cpu['kswapd_cpu_s']}, pagetierd "
+            f"{window_cpu['pagetierd_window_cpu_s']}; "
             f"elapsed {step['elapsed_s']} s" + (f", about {per * left:.0f} s left" if per else ""))
         with open(out_path, "w") as f:
             json.dump(results, f)
