@@ -863,8 +863,8 @@ uint32_t pt_context_max_stretch(const struct pt_context *ctx)
 
 	if (ctx->policy.idle.threshold_ms / 2 / base < max)
 		max = ctx->policy.idle.threshold_ms / 2 / base;
-	if (ctx->policy.cold_after_ms && ctx->policy.cold_after_ms / 4 / base < max)
-		max = ctx->policy.cold_after_ms / 4 / base;
+	if (ctx->policy.cold_after_ms && ctx->policy.cold_after_ms / 8 / base < max)
+		max = ctx->policy.cold_after_ms / 8 / base;
 	return max ? (uint32_t)max : 1;
 }
 

@@ -137,6 +137,7 @@ struct pt_context {
 	 */
 	bool cold_more;
 	uint64_t last_cold_ms;
+	uint64_t last_trim_ms;		/* idle: the last trim of stray swap cache */
 	bool memory_signal;		/* scans tell pages apart: idle.h's memory rule applies */
 	uint64_t last_epoch_ms;		/* when the latest scan was applied */
 	uint64_t busy_epoch;		/* the last epoch in which it was seen busy */
@@ -211,7 +212,9 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
 /*
  * The longest scan stretch for @ctx: at most PT_HOT_FRESH_EPOCHS (what is fresh is measured
  * across one scan), half its idle threshold (the memory rule still marks it busy within
- * it) and a quarter of cold_after (coldness keeps four samples), in scan intervals.
+ * it) and an eighth of cold_after (a chunk's coldness is seen at most an eighth late, so
+ * that memory just loaded leaves about when it would with a scan every interval), in scan
+ * intervals.
  */
 uint32_t pt_context_max_stretch(const struct pt_context *ctx);
 /* When the next scan of an active @ctx is due. */

@@ -493,8 +493,8 @@ static void test_steady_scans_stretch(void **state)
 	}
 	web = ctx_named(&f->m, "web");
 	assert_int_equal(pt_context_max_stretch(web), 8);
-	web->policy.cold_after_ms = 8000;
-	assert_int_equal(pt_context_max_stretch(web), 2);	/* a quarter of cold_after */
+	web->policy.cold_after_ms = 16000;
+	assert_int_equal(pt_context_max_stretch(web), 2);	/* an eighth of cold_after */
 	web->policy.cold_after_ms = 120000;
 
 	feed_scan(&f->m, web, true);	/* 2 MiB fresh: every interval */
@@ -554,7 +554,7 @@ static void test_cold_offload_paced(void **state)
 		struct pt_config cfg;
 
 		fx_write(f->etc, "containers.d/ct.conf",
-			 "[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 16s\n"
+			 "[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 32s\n"
 			 "resident_floor = 0\n\n[db]\nmatch_cgroup = /ct/db\nclass = critical\n");
 		assert_int_equal(pt_config_load(&cfg, f->etc, false, err), 0);
 		pt_manager_reload(&f->m, &cfg);
@@ -564,10 +564,10 @@ static void test_cold_offload_paced(void **state)
 	finish_all(&f->m, &f->r);
 	web = ctx_named(&f->m, "web");
 	assert_int_equal(pt_context_max_stretch(web), 4);
-	/* 32 chunks used once, then nothing for 17 epochs: all cold. */
+	/* 32 chunks used once, then nothing for 33 epochs: all cold. */
 	feed_scan(&f->m, web, true);
 	finish_all(&f->m, &f->r);
-	for (int e = 0; e < 17; e++) {
+	for (int e = 0; e < 33; e++) {
 		feed_scan(&f->m, web, false);
 		if (count(&f->r, web, PT_JOB_COLD))
 			break;
@@ -614,19 +614,24 @@ static void test_idle_trims_stray_swapcache(void **state)
 	assert_int_equal(web->n_offloads, 1);
 	/* 1 MiB mapped, 1.5 MiB of swap cache: at most 0.5 MiB unmapped, left alone. */
 	fx_write(f->root, "ct/web/memory.stat", "anon 1048576\nfile 0\nswapcached 1572864\n");
+	f->r.n = 0;
 	pt_manager_tick(&f->m, t += 1000);	/* memory.stat is read once per scan interval */
-	finish_all(&f->m, &f->r);
-	feed_scan(&f->m, web, false);
 	assert_int_equal(count(&f->r, web, PT_JOB_TRIM), 0);
-	/* 8 MiB of swap cache: at least 7 MiB of it unmapped, trimmed, that much at most. */
+	finish_all(&f->m, &f->r);
+	/*
+	 * 8 MiB of swap cache: at least 7 MiB of it unmapped, trimmed, that much at most, by
+	 * the tick (an idle context is not scanned), once per scan interval.
+	 */
 	fx_write(f->root, "ct/web/memory.stat", "anon 1048576\nfile 0\nswapcached 8388608\n");
 	pt_manager_tick(&f->m, t += 1000);
-	finish_all(&f->m, &f->r);
-	feed_scan(&f->m, web, false);
 	assert_int_equal(count(&f->r, web, PT_JOB_TRIM), 1);
 	for (int i = 0; i < f->r.n; i++)
 		if (f->r.a[i]->kind == PT_JOB_TRIM)
 			assert_int_equal(f->r.a[i]->budget, 7ULL << 20);
+	finish_all(&f->m, &f->r);
+	pt_manager_tick(&f->m, t + 500);
+	assert_int_equal(count(&f->r, web, PT_JOB_TRIM), 0);	/* not before an interval */
+	finish_all(&f->m, &f->r);
 	assert_int_equal(web->idle.state, PT_STATE_IDLE);
 }
 
