@@ -504,7 +504,19 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 	} else if (ev == PT_EV_WOKE) {
 		woke(m, ctx, "cpu usage");
 	} else if (ctx->idle.state == PT_STATE_IDLE) {
-		submit(m, pt_context_settle(ctx));
+		struct pt_action *a = pt_context_settle(ctx);
+
+		/*
+		 * Settled: once per scan interval (memory.stat's pace), swap cache its timers'
+		 * faults read ahead, which nobody maps, goes (idle contexts are not scanned, so
+		 * this is not left to the end of a scan).
+		 */
+		if (!a && !ctx->busy && now - ctx->last_trim_ms >= m->cfg.scan_interval_ms) {
+			a = pt_context_trim(ctx);
+			if (a)
+				ctx->last_trim_ms = now;
+		}
+		submit(m, a);
 	} else if (ctx->idle.state == PT_STATE_ACTIVE && now < pt_context_next_scan_ms(ctx)) {
 		/* Between two scans of a steady context: more cold chunks, at the same pace. */
 		if (ctx->cold_more && !ctx->busy && m->fill_level < PT_FILL_NO_COLD &&
