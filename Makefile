@@ -5,6 +5,7 @@
 #   make test    unit tests (ASan+UBSan), then the VM suite on the 6.1 and 6.12 kernels
 #   make demo    the end-to-end scenario in a VM, with a report
 #   make bench-density  the density benchmark (bench/density/README.md; hours: QUICK=1)
+#   make bench-scale    pagetierd at 10..3,000 containers (bench/scale/README.md; hours: QUICK=1)
 #   make lint    checkpatch.pl --strict on the module
 #   make install the daemon, pagetierctl, libpagetier.so, systemd unit, man pages (DESTDIR=...)
 #
@@ -34,11 +35,11 @@ UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/te
 MAN_SRC        := $(wildcard docs/man/*.scd)
 MAN_PAGES      := $(foreach s,$(MAN_SRC),$(B)/man/man$(subst .,,$(suffix $(basename $(s))))/$(notdir $(basename $(s))))
 
-.PHONY: all deps kmod daemon tools kselftest bpf libpreload man test unit unit-packaging host-test vm-test faults demo lint install fuzz clean help bench-density density-smoke
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload man test unit unit-packaging host-test vm-test faults demo lint install fuzz clean help bench-density density-smoke bench-scale bench-scale-micro scale-smoke
 all: kmod bpf libpreload daemon tools kselftest man
 
 help:
-	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,11p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@scripts/deps.sh
@@ -137,6 +138,7 @@ unit: $(UNIT_TESTS) $(B)/man-test/config_default daemon man
 	    timeout -k 5 300 $(CURDIR)/$$t ) || fail=1; \
 	done; \
 	echo "== bench/density/test_density.py"; python3 bench/density/test_density.py || fail=1; \
+	echo "== bench/scale/test_scale.py"; python3 bench/scale/test_scale.py || fail=1; \
 	echo "== tests/man/check_man.py"; python3 tests/man/check_man.py --bin $(B)/bin \
 	  --config-default $(B)/man-test/config_default || fail=1; \
 	echo "== tests/metrics/check_scrape.py"; timeout -k 5 300 python3 tests/metrics/check_scrape.py \
@@ -176,6 +178,22 @@ density-smoke: all
 
 bench-density: all
 	@bench/density/run.sh
+
+# The scale benchmark (bench/scale/README.md): its host part, the daemon's policy code over
+# 300 to 3,000 synthetic contexts at native speed (a minute), and the VM runs (hours).
+$(B)/bench/scale/micro: bench/scale/micro.c $(LIBPTD) $(DAEMON_HDR)
+	@mkdir -p $(@D); echo "  CC    $@"
+	@$(CC) $(USER_CFLAGS) -o $@ $< $(LIBPTD) $(USER_LIBS) -lm
+
+bench-scale-micro: $(B)/bench/scale/micro
+	@$(B)/bench/scale/micro
+
+bench-scale: all $(B)/bench/scale/micro
+	@bench/scale/run.sh
+
+# Its harness end to end (N = 10, both scanners, short windows): not in make test yet.
+scale-smoke: all $(B)/bench/scale/micro
+	@SMOKE=1 bench/scale/run.sh && python3 bench/scale/report.py build/bench/scale-smoke --check
 
 faults: all
 	@tests/vm/faults/run.sh $(KERNELS)
