@@ -48,6 +48,7 @@ void pt_manager_free(struct pt_manager *m)
 	for (size_t i = 0; i < m->n_ctxs; i++)
 		pt_context_release(&m->ctxs[i]);
 	free(m->ctxs);
+	pt_ctx_index_free(&m->index);
 	free(m->usage);
 	pt_config_free(&m->cfg);
 	memset(m, 0, sizeof(*m));
@@ -66,28 +67,31 @@ static void submit(struct pt_manager *m, struct pt_action *a)
 
 struct pt_context *pt_manager_find(struct pt_manager *m, uint64_t cgroup_id)
 {
-	for (size_t i = 0; i < m->n_ctxs; i++)
-		if (m->ctxs[i].cgroup_id == cgroup_id)
-			return &m->ctxs[i];
-	return NULL;
+	long i = pt_ctx_index_find_id(&m->index, m->ctxs, m->n_ctxs, cgroup_id);
+
+	return i < 0 ? NULL : &m->ctxs[i];
 }
 
 static struct pt_context *find_path(struct pt_manager *m, const char *relpath)
 {
-	for (size_t i = 0; i < m->n_ctxs; i++)
-		if (strcmp(m->ctxs[i].relpath, relpath) == 0)
-			return &m->ctxs[i];
-	return NULL;
+	long i = pt_ctx_index_find_path(&m->index, m->ctxs, m->n_ctxs, relpath, strlen(relpath));
+
+	return i < 0 ? NULL : &m->ctxs[i];
 }
 
-/* The context a cgroup path ("/a/b") belongs to: its own, or its nearest tracked ancestor. */
+/*
+ * The context a cgroup path ("/a/b") belongs to: its own, or its nearest tracked ancestor
+ * (contexts never nest: at most one is). One lookup per path component.
+ */
 static struct pt_context *owner_of(struct pt_manager *m, const char *cgroup)
 {
-	for (size_t i = 0; i < m->n_ctxs; i++) {
-		size_t n = strlen(m->ctxs[i].relpath);
+	for (size_t len = strlen(cgroup); len > 0; len--) {
+		long i;
 
-		if (strncmp(m->ctxs[i].relpath, cgroup, n) == 0 &&
-		    (cgroup[n] == '\0' || cgroup[n] == '/'))
+		if (cgroup[len] != '\0' && cgroup[len] != '/')
+			continue;
+		i = pt_ctx_index_find_path(&m->index, m->ctxs, m->n_ctxs, cgroup, len);
+		if (i >= 0)
 			return &m->ctxs[i];
 	}
 	return NULL;
@@ -123,6 +127,7 @@ static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
 	}
 	ctx = &m->ctxs[m->n_ctxs++];
 	pt_context_init(ctx, p, m->cfg.cgroup_root, relpath, id, pt_now_ms(), m->cfg.chunk_shift);
+	pt_ctx_index_added(&m->index, m->ctxs, m->n_ctxs);
 	ctx->scan_interval_ms = m->cfg.scan_interval_ms;
 	/* The fallback scanner cannot place reads within a mapping: no memory verdicts. */
 	ctx->memory_signal = m->scanner == PT_SCANNER_KMOD;
@@ -160,6 +165,7 @@ static void drop_ctx(struct pt_manager *m, size_t i, const char *why)
 	pt_context_release(&m->ctxs[i]);
 	m->ctxs[i] = m->ctxs[m->n_ctxs - 1];
 	m->n_ctxs--;
+	pt_ctx_index_invalidate(&m->index);
 }
 
 void pt_manager_rescan(struct pt_manager *m)

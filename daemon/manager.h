@@ -25,6 +25,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "context.h"
+#include "ctx_index.h"
 #include "tier_fill.h"
 #include "kmod_client.h"
 #include "preload_server.h"
@@ -34,6 +35,7 @@ struct pt_manager {
 	struct pt_config cfg;
 	struct pt_context *ctxs;
 	size_t n_ctxs, cap_ctxs;
+	struct pt_ctx_index index;	/* by cgroup id and path; invalidate when ctxs change */
 
 	/* Backends, opened and closed by the caller. */
 	int kmod_fd;			/* -1: no module */
