@@ -94,32 +94,24 @@ int pt_kmod_cgroup_stats(int fd, uint32_t tier_id, struct pagetier_cgroup_stat *
 
 int pt_kmod_tier_fill(const char *sysblock, struct pt_tier_fill *out)
 {
-	DIR *d = opendir(sysblock);
-	struct dirent *de;
-	int n = 0;
+	uint32_t ids[PT_KMOD_MAX_TIERS];
+	int nt = pt_kmod_list_tiers_in(sysblock, ids, PT_KMOD_MAX_TIERS), n = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
+	for (int i = 0; i < nt; i++) {
 		char path[PATH_MAX], buf[512];
-		unsigned int id;
-		char tail;
 
-		if (sscanf(de->d_name, PAGETIER_DISK_NAME "%u%c", &id, &tail) != 1)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/seg_stat", sysblock, de->d_name);
+		snprintf(path, sizeof(path), "%s/" PAGETIER_DISK_NAME "%u/seg_stat", sysblock, ids[i]);
 		if (pt_read_file(path, buf, sizeof(buf)) <= 0 || pt_tier_fill_add(out, buf))
 			continue;	/* destroyed meanwhile, or a module without the file */
 		n++;
 	}
-	closedir(d);
-	return n;
+	return nt < 0 ? nt : n;
 }
 
-int pt_kmod_list_tiers(uint32_t *ids, int max)
+int pt_kmod_list_tiers_in(const char *sysblock, uint32_t *ids, int max)
 {
-	DIR *d = opendir("/sys/block");
+	DIR *d = opendir(sysblock);
 	struct dirent *de;
 	int n = 0;
 
@@ -134,6 +126,11 @@ int pt_kmod_list_tiers(uint32_t *ids, int max)
 	}
 	closedir(d);
 	return n;
+}
+
+int pt_kmod_list_tiers(uint32_t *ids, int max)
+{
+	return pt_kmod_list_tiers_in("/sys/block", ids, max);
 }
 
 int pt_kmod_cgroup_pages(int fd, uint64_t cgroup_id, uint64_t *pages)

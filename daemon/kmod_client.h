@@ -64,7 +64,11 @@ int pt_kmod_events_read(int fd, void (*fn)(const struct pagetier_event *e, void 
  * read, or a negative errno.
  */
 int pt_kmod_tier_fill(const char *sysblock, struct pt_tier_fill *out);
+/* Tiers a host has at most, for callers' arrays of tier ids. */
+#define PT_KMOD_MAX_TIERS 16
 /* Tier ids present in /sys/block (pagetierN); returns the count (at most @max). */
 int pt_kmod_list_tiers(uint32_t *ids, int max);
+/* ... in @sysblock (tests pass a directory of their own). */
+int pt_kmod_list_tiers_in(const char *sysblock, uint32_t *ids, int max);
 
 #endif

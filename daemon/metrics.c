@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cgroup.h"
+#include "kmod_client.h"
 #include "tier_fill.h"
 
 /* --- reading ---------------------------------------------------------------------- */
@@ -65,38 +66,24 @@ static int cmp_tier(const void *a, const void *b)
 
 int pt_tier_stats_read(const char *sysblock, struct pt_tier_stats **out)
 {
-	struct pt_tier_stats *t = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	DIR *d;
+	uint32_t ids[PT_KMOD_MAX_TIERS];
+	int nt = pt_kmod_list_tiers_in(sysblock, ids, PT_KMOD_MAX_TIERS);
+	struct pt_tier_stats *t;
+	size_t n = 0;
 
 	*out = NULL;
-	d = opendir(sysblock);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
+	if (nt <= 0)
+		return nt;
+	t = calloc((size_t)nt, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (int i = 0; i < nt; i++) {
+		struct pt_tier_stats *s = &t[n];
 		char dir[PATH_MAX];
-		struct pt_tier_stats *s;
-		unsigned int id;
-		char tail;
 
-		if (sscanf(de->d_name, PAGETIER_DISK_NAME "%u%c", &id, &tail) != 1 ||
-		    strlen(de->d_name) >= PT_TIER_NAME_MAX)
-			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 4;
-			void *nt = realloc(t, ncap * sizeof(*t));
-
-			if (!nt)
-				break;	/* the tiers read so far */
-			t = nt;
-			cap = ncap;
-		}
-		s = &t[n];
-		memset(s, 0, sizeof(*s));
-		snprintf(s->name, sizeof(s->name), "%s", de->d_name);
-		s->id = id;
-		snprintf(dir, sizeof(dir), "%s/%s", sysblock, de->d_name);
+		snprintf(s->name, sizeof(s->name), PAGETIER_DISK_NAME "%u", ids[i]);
+		s->id = ids[i];
+		snprintf(dir, sizeof(dir), "%s/%s", sysblock, s->name);
 		s->n_tier = read_columns(dir, "tier_stat", s->tier, 16);
 		s->n_seg = read_columns(dir, "seg_stat", s->seg, 16);
 		s->n_read = read_columns(dir, "read_stat", s->read, 24);
@@ -105,7 +92,6 @@ int pt_tier_stats_read(const char *sysblock, struct pt_tier_stats **out)
 		if (s->n_tier || s->n_seg || s->n_read || s->n_io || s->n_lat)
 			n++;	/* else destroyed meanwhile */
 	}
-	closedir(d);
 	if (n)
 		qsort(t, n, sizeof(*t), cmp_tier);
 	else {
