@@ -54,7 +54,6 @@ void pt_context_init(struct pt_context *ctx, const struct pt_policy *policy,
 	pt_idle_init(&ctx->idle, now_ms);
 	ctx->last_scan_ms = now_ms;
 	ctx->scan_stretch = 1;
-	ctx->last_scan_epochs = 1;
 	ctx->hot_ok = pt_hot_init(&ctx->hot, chunk_shift, PT_HOT_MAX_CHUNKS) == 0;
 	if (!ctx->hot_ok)
 		pt_warn("%s: no memory for the hotness model: offload at idle only", policy->name);
@@ -828,7 +827,6 @@ static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 	pt_hot_skip_epochs(&ctx->hot, a->epochs > 1 ? a->epochs - 1 : 0);
 	refaults = pt_hot_apply_scans(&ctx->hot, a->scans, a->n_scans);
 	ctx->scans++;
-	ctx->last_scan_epochs = a->epochs ? a->epochs : 1;
 	fresh = (uint64_t)ctx->hot.ep_fresh << ctx->hot.chunk_shift;
 	/* A scan that ends after the context went idle saw it before: no verdict. */
 	if (ctx->memory_signal && ctx->idle.state == PT_STATE_ACTIVE)

@@ -129,7 +129,6 @@ struct pt_context {
 	 * epochs of the model.
 	 */
 	uint32_t scan_stretch;
-	uint32_t last_scan_epochs;	/* epochs the latest applied scan stood for */
 	/*
 	 * The last cold offload took its whole budget (more cold chunks are likely left): the
 	 * next goes one scan interval later, scan or not, so that a stretched scan interval

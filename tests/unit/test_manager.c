@@ -165,6 +165,17 @@ static struct pt_context *ctx_named(struct pt_manager *m, const char *name)
 	return NULL;
 }
 
+/* Replaces the containers' policies (containers.d/ct.conf) with @text and reloads. */
+static void reload_policies(struct fixture *f, const char *text)
+{
+	char err[PT_ERRBUF_MAX];
+	struct pt_config cfg;
+
+	fx_write(f->etc, "containers.d/ct.conf", text);
+	assert_int_equal(pt_config_load(&cfg, f->etc, false, err), 0);
+	pt_manager_reload(&f->m, &cfg);
+}
+
 static void test_contexts_follow_the_tree(void **state)
 {
 	struct fixture *f = *state;
@@ -407,8 +418,9 @@ static void test_tick_costs(void **state)
 	assert_false(waking(&f->r, web->cgroup_id));
 }
 
-/* One epoch's scan of this process for @ctx: 32 chunks, accessed or only present. */
-static void feed_scan(struct pt_manager *m, struct pt_context *ctx, bool accessed)
+/* One epoch's scan of this process for @ctx: 32 chunks at @base, accessed or only present. */
+static void feed_scan_at(struct pt_manager *m, struct pt_context *ctx, uint64_t base,
+			 bool accessed)
 {
 	struct pt_action *scan = pt_context_scan(ctx, PT_SCANNER_FALLBACK, -1, 16);
 	struct pt_proc_scan *ps;
@@ -420,11 +432,16 @@ static void feed_scan(struct pt_manager *m, struct pt_context *ctx, bool accesse
 	ps->chunks = calloc(32, sizeof(*ps->chunks));
 	ps->n = ps->cap = 32;
 	for (int i = 0; i < 32; i++) {
-		ps->chunks[i].addr = 0x7f0000000000ULL + ((uint64_t)i << 16);
+		ps->chunks[i].addr = base + ((uint64_t)i << 16);
 		ps->chunks[i].present = 16;
 		ps->chunks[i].accessed = accessed ? 16 : 0;
 	}
 	pt_manager_action_done(m, scan);
+}
+
+static void feed_scan(struct pt_manager *m, struct pt_context *ctx, bool accessed)
+{
+	feed_scan_at(m, ctx, 0x7f0000000000ULL, accessed);
 }
 
 /*
@@ -481,16 +498,9 @@ static void test_steady_scans_stretch(void **state)
 	uint64_t t = pt_now_ms(), epochs;
 
 	/* Long enough thresholds for a stretch of 8: idle after 60 s, cold after 2 min. */
-	{
-		char err[PT_ERRBUF_MAX];
-		struct pt_config cfg;
-
-		fx_write(f->etc, "containers.d/ct.conf",
-			 "[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 2m\n\n"
-			 "[db]\nmatch_cgroup = /ct/db\nclass = critical\n");
-		assert_int_equal(pt_config_load(&cfg, f->etc, false, err), 0);
-		pt_manager_reload(&f->m, &cfg);
-	}
+	reload_policies(f,
+			"[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 2m\n\n"
+			"[db]\nmatch_cgroup = /ct/db\nclass = critical\n");
 	web = ctx_named(&f->m, "web");
 	assert_int_equal(pt_context_max_stretch(web), 8);
 	web->policy.cold_after_ms = 16000;
@@ -519,22 +529,7 @@ static void test_steady_scans_stretch(void **state)
 	assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 1);
 	finish_all(&f->m, &f->r);
 	/* Fresh memory: every interval again. */
-	{
-		struct pt_action *scan = pt_context_scan(web, PT_SCANNER_FALLBACK, -1, 16);
-		struct pt_proc_scan *ps;
-
-		assert_non_null(scan);
-		scan->scans = ps = calloc(1, sizeof(*ps));
-		scan->n_scans = 1;
-		ps->pid = getpid();
-		ps->chunks = calloc(32, sizeof(*ps->chunks));
-		ps->n = ps->cap = 32;
-		for (int i = 0; i < 32; i++) {
-			ps->chunks[i].addr = 0x7e0000000000ULL + ((uint64_t)i << 16);
-			ps->chunks[i].present = ps->chunks[i].accessed = 16;
-		}
-		pt_manager_action_done(&f->m, scan);
-	}
+	feed_scan_at(&f->m, web, 0x7e0000000000ULL, true);
 	finish_all(&f->m, &f->r);
 	assert_int_equal(web->scan_stretch, 1);
 }
@@ -549,16 +544,9 @@ static void test_cold_offload_paced(void **state)
 	struct pt_context *web;
 	uint64_t t = pt_now_ms();
 
-	{
-		char err[PT_ERRBUF_MAX];
-		struct pt_config cfg;
-
-		fx_write(f->etc, "containers.d/ct.conf",
-			 "[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 32s\n"
-			 "resident_floor = 0\n\n[db]\nmatch_cgroup = /ct/db\nclass = critical\n");
-		assert_int_equal(pt_config_load(&cfg, f->etc, false, err), 0);
-		pt_manager_reload(&f->m, &cfg);
-	}
+	reload_policies(f,
+			"[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 32s\n"
+			"resident_floor = 0\n\n[db]\nmatch_cgroup = /ct/db\nclass = critical\n");
 	f->m.cfg.offload_rate = 4 << 16;	/* 4 chunks per scan interval (1 s) */
 	pt_manager_tick(&f->m, t);	/* samples it: 256 MiB resident */
 	finish_all(&f->m, &f->r);
