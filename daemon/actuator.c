@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,6 +457,22 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Ahead of @rate (bytes per second; 0: none) with @sent bytes since @t0: sleep until due. */
+static void pace(uint64_t t0, uint64_t sent, uint64_t rate)
+{
+	uint64_t due;
+
+	if (!rate)
+		return;
+	due = t0 + sent * 1000000000ULL / rate;
+	for (uint64_t now = mono_ns(); now < due; now = mono_ns()) {
+		struct timespec ts = { .tv_sec = (time_t)((due - now) / 1000000000ULL),
+				       .tv_nsec = (long)((due - now) % 1000000000ULL) };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64_t rate)
 {
 	uint64_t t0 = mono_ns(), sent = 0;
@@ -474,22 +491,93 @@ int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64
 						      .cgroup = pr->cgroup, .pidfd = pr->pidfd,
 						      .n = 1, .cap = 1, .r = &piece };
 			int64_t got = pt_proc_advise(&one, advice);
-			uint64_t due;
 
 			if (got == -ESRCH)
 				return done ? done : got;
 			if (got > 0)
 				done += got;
 			sent += piece.len;
-			/* Ahead of the rate: wait until the bytes so far are due. */
-			due = t0 + sent * 1000000000ULL / rate;
-			for (uint64_t now = mono_ns(); now < due; now = mono_ns()) {
-				struct timespec ts = { .tv_sec = (time_t)((due - now) / 1000000000ULL),
-						       .tv_nsec = (long)((due - now) % 1000000000ULL) };
-
-				nanosleep(&ts, NULL);
-			}
+			pace(t0, sent, rate);
 		}
 	}
 	return done;
+}
+
+/* One thread's share of pt_proc_advise_shared(): pieces k, k + stride, k + 2 stride... */
+struct advise_share {
+	const struct pt_proc_ranges *set;
+	int n, advice;
+	unsigned int k, stride;
+	uint64_t rate;		/* bytes per second for this share; 0: no limit */
+	int64_t done;
+	bool any_alive;
+};
+
+static void *advise_share_run(void *arg)
+{
+	struct advise_share *sh = arg;
+	uint64_t idx = 0, t0 = mono_ns(), sent = 0;
+
+	for (int i = 0; i < sh->n; i++) {
+		const struct pt_proc_ranges *pr = &sh->set[i];
+		bool gone = false;
+
+		for (int j = 0; j < pr->n && !gone; j++) {
+			for (uint64_t off = 0; off < pr->r[j].len && !gone; off += PT_SHARE_PIECE) {
+				struct pt_range piece = {
+					.start = pr->r[j].start + off,
+					.len = pr->r[j].len - off < PT_SHARE_PIECE ?
+					       pr->r[j].len - off : PT_SHARE_PIECE,
+				};
+				struct pt_proc_ranges one = { .pid = pr->pid, .start = pr->start,
+							      .cgroup = pr->cgroup, .pidfd = pr->pidfd,
+							      .n = 1, .cap = 1, .r = &piece };
+				int64_t got;
+
+				if (idx++ % sh->stride != sh->k)
+					continue;
+				got = pt_proc_advise(&one, sh->advice);
+				gone = got == -ESRCH;
+				if (got > 0)
+					sh->done += got;
+				sent += piece.len;
+				pace(t0, sent, sh->rate);
+			}
+		}
+		sh->any_alive |= !gone;
+	}
+	return NULL;
+}
+
+int64_t pt_proc_advise_shared(const struct pt_proc_ranges *set, int n, int advice,
+			      unsigned int threads, uint64_t rate)
+{
+	struct advise_share sh[8];
+	pthread_t tid[8];
+	bool started[8] = { false };
+	int64_t done = 0;
+	bool alive = false;
+
+	if (threads < 1)
+		threads = 1;
+	if (threads > 8)
+		threads = 8;
+	for (unsigned int k = 0; k < threads; k++)
+		sh[k] = (struct advise_share){ .set = set, .n = n, .advice = advice, .k = k,
+					       .stride = threads, .rate = rate / threads };
+	/* The caller's thread takes share 0, and the share of a helper that could not start. */
+	for (unsigned int k = 1; k < threads; k++)
+		started[k] = !pthread_create(&tid[k], NULL, advise_share_run, &sh[k]);
+	advise_share_run(&sh[0]);
+	for (unsigned int k = 1; k < threads; k++) {
+		if (started[k])
+			pthread_join(tid[k], NULL);
+		else
+			advise_share_run(&sh[k]);
+		done += sh[k].done;
+		alive |= sh[k].any_alive;
+	}
+	done += sh[0].done;
+	alive |= sh[0].any_alive || !n;
+	return done || alive ? done : -ESRCH;
 }

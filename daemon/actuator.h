@@ -84,6 +84,18 @@ int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice);
 int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64_t rate);
 
 /*
+ * As pt_proc_advise() for each of @n range lists, by @threads threads at once: each takes
+ * every threads-th piece of PT_SHARE_PIECE bytes, so all of them go through the set in its
+ * order. A swap-in by MADV_WILLNEED is CPU work (a page, the swap cache, a bio, the tier's
+ * copy from its staging cache) as much as I/O: one thread cannot keep a fast drive busy.
+ * @rate (bytes per second, 0: no limit) is shared by the threads. Bytes advised in all, or
+ * -ESRCH when every process is gone.
+ */
+#define PT_SHARE_PIECE (2ULL << 20)
+int64_t pt_proc_advise_shared(const struct pt_proc_ranges *set, int n, int advice,
+			      unsigned int threads, uint64_t rate);
+
+/*
  * As pt_proc_advise() for each of @n range lists, in pieces of at most 128 KiB (what one
  * MADV_WILLNEED of a file mapping reads ahead at most), from a child process that first joins
  * the cgroup @cgdir (or, if processes cannot live there, its first leaf below): the page

@@ -320,6 +320,13 @@ static void run_offload(struct pt_job *job)
  * from two devices: the files' (readahead from a child in the container's cgroup, which the
  * page cache it reads is charged to) and the tier's.
  */
+static unsigned int prefetch_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > 4 ? 4 : (unsigned int)n;
+}
+
 static void run_prefetch(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
@@ -345,11 +352,10 @@ static void run_prefetch(struct pt_job *job)
 			pt_warn("%s: tier prefetch: %s (MADV_WILLNEED alone)", a->name,
 				strerror(-rc));
 	}
-	for (int i = 0; i < a->n_set; i++) {
-		got = pt_proc_advise_paced(&a->set[i], MADV_WILLNEED, a->rate);
-		if (got > 0)
-			a->bytes += got;
-	}
+	/* As many swap-in threads as CPUs (at most 4): the wake is waiting. */
+	got = pt_proc_advise_shared(a->set, a->n_set, MADV_WILLNEED, prefetch_threads(), a->rate);
+	if (got > 0)
+		a->bytes += got;
 	got = pt_advise_child_finish(&files);
 	if (got > 0)
 		a->file_bytes = (uint64_t)got;
@@ -457,8 +463,9 @@ static uint64_t drop_swapcache(const char *dir, uint64_t before, uint64_t max_by
 	uint64_t freed = 0;
 
 	for (int pass = 0; pass < PT_COLD_DROP_PASSES && freed < max_bytes; pass++) {
-		uint64_t sc, cur0, cur1, want;
+		uint64_t sc, cur0, cur1 = 0, want;
 		char amount[32];
+		int rc;
 
 		if (pt_cgroup_read_key(dir, "memory.stat", "swapcached", &sc) || sc <= before ||
 		    sc - before < (1ULL << 20))
@@ -468,9 +475,13 @@ static uint64_t drop_swapcache(const char *dir, uint64_t before, uint64_t max_by
 			break;
 		snprintf(amount, sizeof(amount), "%llu", (unsigned long long)want);
 		/* -EAGAIN: less than asked, pages still under write-back; the next pass. */
-		pt_cgroup_write(dir, "memory.reclaim", amount);
+		rc = pt_cgroup_write(dir, "memory.reclaim", amount);
 		if (!pt_cgroup_read_u64(dir, "memory.current", &cur1) && cur1 < cur0)
 			freed += cur0 - cur1;
+		pt_debug("%s: swap cache drop pass %d: swapcached %llu KiB, reclaim %llu KiB: %s, memory.current %llu -> %llu KiB",
+			 dir, pass, (unsigned long long)(sc >> 10), (unsigned long long)(want >> 10),
+			 rc ? strerror(-rc) : "done", (unsigned long long)(cur0 >> 10),
+			 (unsigned long long)(cur1 >> 10));
 		struct timespec ts = { .tv_nsec = PT_COLD_DROP_WAIT_MS * 1000000L };
 
 		nanosleep(&ts, NULL);
@@ -553,6 +564,27 @@ static uint64_t stray_swapcache(const struct pt_context *ctx)
 	return s->swapcached > s->anon ? s->swapcached - s->anon : 0;
 }
 
+bool pt_context_trim_due(struct pt_context *ctx, uint64_t now, uint64_t interval_ms)
+{
+	uint64_t cur = ctx->sample.memory_current;
+
+	if (!ctx->idle_low_current || cur < ctx->idle_low_current)
+		ctx->idle_low_current = cur;
+	return now - ctx->last_trim_ms >= interval_ms ||
+	       cur >= ctx->idle_low_current + PT_IDLE_STRAY_SWAPCACHE;
+}
+
+void pt_context_trim_looked(struct pt_context *ctx, uint64_t now, bool trimmed)
+{
+	/*
+	 * Not trimmed: whatever grew is not stray swap cache (the application's own memory),
+	 * so the next burst is measured from here. Trimmed: the trim brings it down again.
+	 */
+	if (!trimmed)
+		ctx->idle_low_current = ctx->sample.memory_current;
+	ctx->last_trim_ms = now;
+}
+
 struct pt_action *pt_context_trim(struct pt_context *ctx)
 {
 	uint64_t bytes;
@@ -623,6 +655,9 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate)
 	if (ctx->policy.class == PT_CLASS_CRITICAL || ctx->busy)
 		return NULL;
 	ctx->anon_at_idle = ctx->sample.anon;
+	ctx->shmem_at_idle = ctx->sample.shmem;
+	ctx->file_at_idle = ctx->sample.file > ctx->sample.shmem ?
+			    ctx->sample.file - ctx->sample.shmem : 0;
 	ctx->keep_bytes = 0;
 	/*
 	 * What it touched while quiet (timers, housekeeping) stays: paging it out would only

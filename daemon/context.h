@@ -136,7 +136,8 @@ struct pt_context {
 	 */
 	bool cold_more;
 	uint64_t last_cold_ms;
-	uint64_t last_trim_ms;		/* idle: the last trim of stray swap cache */
+	uint64_t last_trim_ms;		/* idle: the last look for stray swap cache */
+	uint64_t idle_low_current;	/* idle: lowest memory.current since the last trim look */
 	bool memory_signal;		/* scans tell pages apart: idle.h's memory rule applies */
 	uint64_t last_epoch_ms;		/* when the latest scan was applied */
 	uint64_t busy_epoch;		/* the last epoch in which it was seen busy */
@@ -154,6 +155,8 @@ struct pt_context {
 	uint64_t n_offloads;
 	uint64_t n_wakes;
 	uint64_t anon_at_idle;		/* memory.stat anon when it went idle */
+	uint64_t shmem_at_idle;		/* shmem then: shared anonymous, memfd, tmpfs, SysV */
+	uint64_t file_at_idle;		/* file - shmem then: files' page cache */
 	uint64_t offload_requested;	/* bytes advised MADV_PAGEOUT, last idle */
 	uint64_t prefetch_requested;	/* bytes advised MADV_WILLNEED, last wake */
 	uint64_t prefetch_file_requested; /* ... of mapped files, last wake */
@@ -232,6 +235,16 @@ struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval
  */
 #define PT_IDLE_STRAY_SWAPCACHE	(2ULL << 20)
 struct pt_action *pt_context_trim(struct pt_context *ctx);
+/*
+ * Whether an idle @ctx is due a look for stray swap cache (with a fresh memory.stat): once
+ * per @interval_ms, or at once when memory.current (read every tick) has grown by
+ * PT_IDLE_STRAY_SWAPCACHE over the lowest level seen since the last look: a timer's burst
+ * of faults reads swap clusters ahead of it, and those pages should not stay a whole scan
+ * interval. Updates that lowest level.
+ */
+bool pt_context_trim_due(struct pt_context *ctx, uint64_t now, uint64_t interval_ms);
+/* The look is done (trimmed or not): growth is measured from here on. */
+void pt_context_trim_looked(struct pt_context *ctx, uint64_t now, bool trimmed);
 /* Pages out these chunks (the global victim order chose them); takes @ids (malloc'd). */
 struct pt_action *pt_context_cold_ids(struct pt_context *ctx, uint64_t *ids, size_t n);
 /* Records a finished action's results in @ctx (NULL: the context is gone); frees @a. */

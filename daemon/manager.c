@@ -492,9 +492,15 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 		sample_ctx(m, ctx, now, true);
 		ctx->n_idle++;
 		ctx->current_at_idle = ctx->sample.memory_current;
-		pt_info("%s: idle: quiet for %llu ms (last busy: %s)", ctx->policy.name,
-			(unsigned long long)ctx->policy.idle.threshold_ms,
-			pt_idle_cause_name(ctx->idle.cause));
+		ctx->idle_low_current = 0;
+		pt_info("%s: idle: quiet for %llu ms (last busy: %s); holds %llu MiB: %llu MiB anonymous, %llu MiB shared memory, %llu MiB of files' page cache",
+			ctx->policy.name, (unsigned long long)ctx->policy.idle.threshold_ms,
+			pt_idle_cause_name(ctx->idle.cause),
+			(unsigned long long)(ctx->sample.memory_current >> 20),
+			(unsigned long long)(ctx->sample.anon >> 20),
+			(unsigned long long)(ctx->sample.shmem >> 20),
+			(unsigned long long)((ctx->sample.file > ctx->sample.shmem ?
+					      ctx->sample.file - ctx->sample.shmem : 0) >> 20));
 		if (m->preload)
 			preload_idle(m, ctx, now);
 		/* Issued below, or as soon as an action in flight (a scan) is done. */
@@ -517,10 +523,18 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 		 * faults read ahead, which nobody maps, goes (idle contexts are not scanned, so
 		 * this is not left to the end of a scan).
 		 */
-		if (!a && !ctx->busy && now - ctx->last_trim_ms >= m->cfg.scan_interval_ms) {
+		if (!a && !ctx->busy && pt_context_trim_due(ctx, now, m->cfg.scan_interval_ms)) {
+			/* A burst between two full samples: read swapcached now. */
+			if (ctx->last_full_sample_ms != now)
+				sample_ctx(m, ctx, now, true);
 			a = pt_context_trim(ctx);
-			if (a)
-				ctx->last_trim_ms = now;
+			if (ctx->sample.swapcached)
+				pt_debug("%s: idle: %llu KiB in the swap cache, %llu KiB of mapped anonymous memory: %s",
+					 ctx->policy.name,
+					 (unsigned long long)(ctx->sample.swapcached >> 10),
+					 (unsigned long long)(ctx->sample.anon >> 10),
+					 a ? "trimmed" : "left");
+			pt_context_trim_looked(ctx, now, a != NULL);
 		}
 		submit(m, a);
 	} else if (ctx->idle.state == PT_STATE_ACTIVE && now < pt_context_next_scan_ms(ctx)) {

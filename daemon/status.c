@@ -119,7 +119,8 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			",\"tier_written_bytes\":%" PRIu64 ",\"write_amplification\":%.3f"
 			",\"busy_cause\":\"%s\""
 			",\"idle_periods\":%" PRIu64 ",\"idle_since_ms\":%" PRIu64
-			",\"anon_at_idle_bytes\":%" PRIu64 ",\"offloads\":%" PRIu64
+			",\"anon_at_idle_bytes\":%" PRIu64 ",\"shmem_at_idle_bytes\":%" PRIu64
+			",\"file_at_idle_bytes\":%" PRIu64 ",\"offloads\":%" PRIu64
 			",\"offload_requested_bytes\":%" PRIu64 ",\"wakes\":%" PRIu64
 			",\"prefetch_requested_bytes\":%" PRIu64 ",\"prefetch_file_bytes\":%" PRIu64
 			",\"prefetch_dropped_bytes\":%" PRIu64
@@ -137,7 +138,7 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			c->sample.swapcached, c->tier_pages * (uint64_t)4096, pt_context_saved(c),
 			c->idle_saved, c->keep_bytes, c->tier_written, pt_context_write_amp(c),
 			pt_idle_cause_name(c->idle.cause), c->n_idle, c->idle.idle_since_ms,
-			c->anon_at_idle, c->n_offloads,
+			c->anon_at_idle, c->shmem_at_idle, c->file_at_idle, c->n_offloads,
 			c->offload_requested, c->n_wakes, c->prefetch_requested,
 			c->prefetch_file_requested, c->prefetch_dropped,
 			c->tier_prefetch_planned, c->last_wake_ms,

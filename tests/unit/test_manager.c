@@ -617,8 +617,34 @@ static void test_idle_trims_stray_swapcache(void **state)
 		if (f->r.a[i]->kind == PT_JOB_TRIM)
 			assert_int_equal(f->r.a[i]->budget, 7ULL << 20);
 	finish_all(&f->m, &f->r);
-	pt_manager_tick(&f->m, t + 500);
+	fx_write(f->root, "ct/web/memory.current", "2097152\n");
+	fx_write(f->root, "ct/web/memory.stat", "anon 1048576\nfile 0\nswapcached 1048576\n");
+	pt_manager_tick(&f->m, t += 200);
 	assert_int_equal(count(&f->r, web, PT_JOB_TRIM), 0);	/* not before an interval */
+	finish_all(&f->m, &f->r);
+	/*
+	 * A timer's burst of faults between two intervals: memory.current, read each tick, grows
+	 * by more than a trim's worth over its idle low; memory.stat is read at once and the
+	 * stray swap cache goes without waiting for the interval.
+	 */
+	fx_write(f->root, "ct/web/memory.current", "7340032\n");
+	fx_write(f->root, "ct/web/memory.stat", "anon 1048576\nfile 0\nswapcached 6291456\n");
+	pt_manager_tick(&f->m, t += 200);
+	assert_int_equal(count(&f->r, web, PT_JOB_TRIM), 1);
+	for (int i = 0; i < f->r.n; i++)
+		if (f->r.a[i]->kind == PT_JOB_TRIM)
+			assert_int_equal(f->r.a[i]->budget, 5ULL << 20);
+	finish_all(&f->m, &f->r);
+	/*
+	 * Growth of its own mapped memory is not stray swap cache: looked at once, then measured
+	 * from the new level, so memory.stat is not read at every tick.
+	 */
+	fx_write(f->root, "ct/web/memory.current", "12582912\n");
+	fx_write(f->root, "ct/web/memory.stat", "anon 11534336\nfile 0\nswapcached 1048576\n");
+	pt_manager_tick(&f->m, t += 1000);
+	assert_int_equal(count(&f->r, web, PT_JOB_TRIM), 0);
+	assert_int_equal(web->idle_low_current, 12582912);
+	assert_false(pt_context_trim_due(web, t + 200, 1000));
 	finish_all(&f->m, &f->r);
 	assert_int_equal(web->idle.state, PT_STATE_IDLE);
 }
