@@ -320,9 +320,14 @@ static void run_offload(struct pt_job *job)
  * from two devices: the files' (readahead from a child in the container's cgroup, which the
  * page cache it reads is charged to) and the tier's.
  */
+/*
+ * Swap-in threads of a prefetch: a CPU left to the application that is waking (its own
+ * faults and its first requests come first), at most 4 (the drive, not the CPUs, is the
+ * limit beyond that on real hardware).
+ */
 static unsigned int prefetch_threads(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	long n = sysconf(_SC_NPROCESSORS_ONLN) - 1;
 
 	return n < 1 ? 1 : n > 4 ? 4 : (unsigned int)n;
 }
@@ -352,7 +357,6 @@ static void run_prefetch(struct pt_job *job)
 			pt_warn("%s: tier prefetch: %s (MADV_WILLNEED alone)", a->name,
 				strerror(-rc));
 	}
-	/* As many swap-in threads as CPUs (at most 4): the wake is waiting. */
 	got = pt_proc_advise_shared(a->set, a->n_set, MADV_WILLNEED, prefetch_threads(), a->rate);
 	if (got > 0)
 		a->bytes += got;
