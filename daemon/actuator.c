@@ -509,6 +509,8 @@ struct advise_share {
 	int n, advice;
 	unsigned int k, stride;
 	uint64_t rate;		/* bytes per second for this share; 0: no limit */
+	const struct pt_backing_queue *queue;	/* waited on before each piece, or NULL */
+	uint64_t waited_ms;
 	int64_t done;
 	bool any_alive;
 };
@@ -536,6 +538,7 @@ static void *advise_share_run(void *arg)
 
 				if (idx++ % sh->stride != sh->k)
 					continue;
+				sh->waited_ms += pt_backing_queue_wait(sh->queue);
 				got = pt_proc_advise(&one, sh->advice);
 				gone = got == -ESRCH;
 				if (got > 0)
@@ -550,7 +553,8 @@ static void *advise_share_run(void *arg)
 }
 
 int64_t pt_proc_advise_shared(const struct pt_proc_ranges *set, int n, int advice,
-			      unsigned int threads, uint64_t rate)
+			      unsigned int threads, uint64_t rate,
+			      const struct pt_backing_queue *queue, uint64_t *waited_ms)
 {
 	struct advise_share sh[8];
 	pthread_t tid[8];
@@ -564,7 +568,8 @@ int64_t pt_proc_advise_shared(const struct pt_proc_ranges *set, int n, int advic
 		threads = 8;
 	for (unsigned int k = 0; k < threads; k++)
 		sh[k] = (struct advise_share){ .set = set, .n = n, .advice = advice, .k = k,
-					       .stride = threads, .rate = rate / threads };
+					       .stride = threads, .rate = rate / threads,
+					       .queue = queue };
 	/* The caller's thread takes share 0, and the share of a helper that could not start. */
 	for (unsigned int k = 1; k < threads; k++)
 		started[k] = !pthread_create(&tid[k], NULL, advise_share_run, &sh[k]);
@@ -578,6 +583,9 @@ int64_t pt_proc_advise_shared(const struct pt_proc_ranges *set, int n, int advic
 		alive |= sh[k].any_alive;
 	}
 	done += sh[0].done;
+	if (waited_ms)
+		for (unsigned int k = 0; k < threads; k++)
+			*waited_ms += sh[k].waited_ms;
 	alive |= sh[0].any_alive || !n;
 	return done || alive ? done : -ESRCH;
 }

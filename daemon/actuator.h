@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "backing_queue.h"
 #include "maps.h"
 
 /*
@@ -88,12 +89,15 @@ int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64
  * every threads-th piece of PT_SHARE_PIECE bytes, so all of them go through the set in its
  * order. A swap-in by MADV_WILLNEED is CPU work (a page, the swap cache, a bio, the tier's
  * copy from its staging cache) as much as I/O: one thread cannot keep a fast drive busy.
- * @rate (bytes per second, 0: no limit) is shared by the threads. Bytes advised in all, or
- * -ESRCH when every process is gone.
+ * @rate (bytes per second, 0: no limit) is shared by the threads; with @queue, each piece
+ * waits for the backing devices' queue to be short first (pt_backing_queue_wait()), and
+ * *@waited_ms (if not NULL) adds up those waits. Bytes advised in all, or -ESRCH when every
+ * process is gone.
  */
 #define PT_SHARE_PIECE (2ULL << 20)
 int64_t pt_proc_advise_shared(const struct pt_proc_ranges *set, int n, int advice,
-			      unsigned int threads, uint64_t rate);
+			      unsigned int threads, uint64_t rate,
+			      const struct pt_backing_queue *queue, uint64_t *waited_ms);
 
 /*
  * As pt_proc_advise() for each of @n range lists, in pieces of at most 128 KiB (what one

@@ -78,17 +78,17 @@ static void test_shared_advice(void **state)
 	r[1] = (struct pt_range){ (uintptr_t)mem + (8ULL << 20), (7ULL << 20) + 4096 };
 	r[2] = (struct pt_range){ (uintptr_t)mem + (32ULL << 20), 32ULL << 20 };
 	for (unsigned int threads = 1; threads <= 3; threads++)
-		assert_int_equal(pt_proc_advise_shared(set, 2, MADV_WILLNEED, threads, 0),
+		assert_int_equal(pt_proc_advise_shared(set, 2, MADV_WILLNEED, threads, 0, NULL, NULL),
 				 (44ULL << 20) + 4096);
 	r[0].len = 32ULL << 20;
 	r[1].len = 0;
 	t0 = now_s();
-	assert_int_equal(pt_proc_advise_shared(set, 2, MADV_WILLNEED, 2, 256ULL << 20), SIZE);
+	assert_int_equal(pt_proc_advise_shared(set, 2, MADV_WILLNEED, 2, 256ULL << 20, NULL, NULL), SIZE);
 	assert_true(now_s() - t0 >= 0.24);
 	/* Every process gone: -ESRCH, as for one. */
 	set[0].pid = set[1].pid = 0x3fffffff;
-	assert_int_equal(pt_proc_advise_shared(set, 2, MADV_WILLNEED, 2, 0), -ESRCH);
-	assert_int_equal(pt_proc_advise_shared(set, 0, MADV_WILLNEED, 2, 0), 0);
+	assert_int_equal(pt_proc_advise_shared(set, 2, MADV_WILLNEED, 2, 0, NULL, NULL), -ESRCH);
+	assert_int_equal(pt_proc_advise_shared(set, 0, MADV_WILLNEED, 2, 0, NULL, NULL), 0);
 	munmap(mem, SIZE);
 }
 

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "backing_queue.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+
+int pt_parse_inflight(const char *text, uint64_t *reads)
+{
+	uint64_t r, w;
+	char tail;
+
+	if (sscanf(text, " %" SCNu64 " %" SCNu64 " %c", &r, &w, &tail) != 2)
+		return -EINVAL;
+	*reads = r;
+	return 0;
+}
+
+int pt_backing_queue_open(struct pt_backing_queue *q, const char *sysblock,
+			  const char *sysclass)
+{
+	uint32_t ids[PT_KMOD_MAX_TIERS];
+	int nt = pt_kmod_list_tiers_in(sysblock, ids, PT_KMOD_MAX_TIERS);
+
+	q->n = 0;
+	for (int i = 0; i < nt; i++) {
+		char path[PATH_MAX], dev[PATH_MAX], *name;
+		ssize_t len;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/" PAGETIER_DISK_NAME "%u/backing_dev", sysblock,
+			 ids[i]);
+		len = pt_read_file(path, dev, sizeof(dev));
+		if (len <= 0)
+			continue;	/* destroyed meanwhile, or a module without the file */
+		dev[strcspn(dev, "\n")] = '\0';
+		name = strrchr(dev, '/');
+		name = name ? name + 1 : dev;
+		if (!*name)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/inflight", sysclass, name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			q->fd[q->n++] = fd;
+	}
+	return q->n;
+}
+
+uint64_t pt_backing_queue_reads(const struct pt_backing_queue *q)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < q->n; i++) {
+		char buf[64];
+		ssize_t len = pread(q->fd[i], buf, sizeof(buf) - 1, 0);
+		uint64_t r;
+
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		if (!pt_parse_inflight(buf, &r))
+			sum += r;
+	}
+	return sum;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t pt_backing_queue_wait(const struct pt_backing_queue *q)
+{
+	uint64_t t0, t;
+
+	if (!q || !q->n)
+		return 0;
+	t0 = t = now_ms();
+	while (pt_backing_queue_reads(q) > PT_PREFETCH_QUEUED_READS &&
+	       t - t0 < PT_PREFETCH_QUEUE_WAIT_MS) {
+		struct timespec ts = { .tv_nsec = 1000000L };
+
+		nanosleep(&ts, NULL);
+		t = now_ms();
+	}
+	return t - t0;
+}
+
+void pt_backing_queue_close(struct pt_backing_queue *q)
+{
+	for (int i = 0; i < q->n; i++)
+		close(q->fd[i]);
+	q->n = 0;
+}
