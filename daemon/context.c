@@ -33,8 +33,6 @@ uint64_t pt_now_ms(void)
 
 /* Model size: enough chunks for 256 GiB of 64 KiB chunks, allocated as it grows. */
 #define PT_HOT_MAX_CHUNKS (1U << 22)
-/* Chunks used in this many epochs up to the last busy one are in the wake set. */
-#define PT_WAKE_RECENT_EPOCHS 5
 /* Cold offload: passes, and the wait between them, to drop the swap cache it left. */
 #define PT_COLD_DROP_PASSES 10
 #define PT_COLD_DROP_WAIT_MS 100
@@ -335,6 +333,7 @@ static unsigned int prefetch_threads(void)
 static void run_prefetch(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
+	struct pt_backing_queue queue = { 0 };
 	struct pt_advise_child files;
 	uint64_t t0 = pt_now_ms();
 	int64_t got;
@@ -357,7 +356,12 @@ static void run_prefetch(struct pt_job *job)
 			pt_warn("%s: tier prefetch: %s (MADV_WILLNEED alone)", a->name,
 				strerror(-rc));
 	}
-	got = pt_proc_advise_shared(a->set, a->n_set, MADV_WILLNEED, prefetch_threads(), a->rate);
+	/* With tiers: behind the tier's background reads, not ahead of the application's. */
+	if (a->kmod_fd >= 0)
+		pt_backing_queue_open(&queue, "/sys/block", "/sys/class/block");
+	got = pt_proc_advise_shared(a->set, a->n_set, MADV_WILLNEED, prefetch_threads(), a->rate,
+				    &queue, &a->queue_wait_ms);
+	pt_backing_queue_close(&queue);
 	if (got > 0)
 		a->bytes += got;
 	got = pt_advise_child_finish(&files);
@@ -674,8 +678,14 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate)
 			n_keep = 0;
 		ctx->keep_bytes = (uint64_t)n_keep << ctx->hot.chunk_shift;
 	}
-	budget = ctx->sample.anon > ctx->policy.resident_floor_bytes ?
-		 ctx->sample.anon - ctx->policy.resident_floor_bytes : 0;
+	/*
+	 * Shared memory counts: a PostgreSQL's shared buffers are most of it. Its ranges go
+	 * in the wake set whether MADV_PAGEOUT takes their pages (mapped once) or the reclaim
+	 * that follows does (mapped by several processes).
+	 */
+	budget = ctx->sample.anon + ctx->sample.shmem;
+	budget = budget > ctx->policy.resident_floor_bytes ?
+		 budget - ctx->policy.resident_floor_bytes : 0;
 	if (ctx->policy.offload_cap_bytes && budget > ctx->policy.offload_cap_bytes)
 		budget = ctx->policy.offload_cap_bytes;
 	if (!budget) {
@@ -713,6 +723,11 @@ static uint64_t set_bytes(const struct pt_proc_ranges *set, int n)
 	return bytes;
 }
 
+bool pt_context_wake_from_model(const struct pt_context *ctx)
+{
+	return ctx->hot_ok && ctx->hot.n_wake_set && ctx->busy_scans >= PT_WAKE_RECENT_EPOCHS;
+}
+
 struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int kmod_fd)
 {
 	struct pt_action *a;
@@ -733,10 +748,11 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 		return NULL;
 	a->rate = rate;
 	/*
-	 * The model's wake set, hottest first, when it has one; otherwise everything the
-	 * idle offload advised. Either moves to the job: one prefetch per idle period.
+	 * The model's wake set, hottest first, when it has one and has seen the container
+	 * work; otherwise everything the idle offload advised. Either moves to the job: one
+	 * prefetch per idle period.
 	 */
-	if (ctx->hot_ok && ctx->hot.n_wake_set) {
+	if (pt_context_wake_from_model(ctx)) {
 		a->n_set = pt_hot_ranges(&ctx->hot, ctx->hot.wake_set, ctx->hot.n_wake_set,
 					 &a->set);
 		if (a->n_set < 0)
@@ -815,9 +831,10 @@ static void apply_prefetch(struct pt_context *ctx, struct pt_action *a)
 	if (ctx->hot_ok)
 		pt_hot_prefetched(&ctx->hot, (uint32_t)(PT_QUALITY_WINDOW_MS /
 				  (ctx->scan_interval_ms ? ctx->scan_interval_ms : 1000)));
-	pt_info("%s: wake: prefetched %llu MiB (tier staged %llu MiB, MADV_WILLNEED, %llu ms) and read ahead %llu MiB of mapped files, %llu ms after the wake was seen",
+	pt_info("%s: wake: prefetched %llu MiB (tier staged %llu MiB, MADV_WILLNEED, %llu ms, %llu ms of it behind the drive's queue) and read ahead %llu MiB of mapped files, %llu ms after the wake was seen",
 		ctx->policy.name, (unsigned long long)(a->bytes >> 20),
 		(unsigned long long)(a->tier_planned >> 20), (unsigned long long)a->ms,
+		(unsigned long long)a->queue_wait_ms,
 		(unsigned long long)(a->file_bytes >> 20), (unsigned long long)ctx->last_wake_ms);
 }
 
@@ -873,8 +890,10 @@ static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 			       (uint64_t)ctx->hot.ep_accessed << ctx->hot.chunk_shift, fresh, now);
 	/* Seen busy since the previous scan: this epoch counts as one it worked in. */
 	if (ctx->idle.last_active_ms >= ctx->last_epoch_ms ||
-	    ctx->idle.last_cpu_busy_ms >= ctx->last_epoch_ms)
+	    ctx->idle.last_cpu_busy_ms >= ctx->last_epoch_ms) {
 		ctx->busy_epoch = pt_hot_now(&ctx->hot) - 1;
+		ctx->busy_scans++;
+	}
 	ctx->last_epoch_ms = now;
 	/*
 	 * Steady (nothing fresh, nothing back from the tier): the next scan can wait longer,

@@ -47,6 +47,7 @@ struct pt_action {
 	/* results */
 	int64_t bytes;			/* advised (offload, prefetch) or reclaimed (settle) */
 	uint64_t freed;			/* cold offload: swap cache it dropped after the advice */
+	uint64_t queue_wait_ms;		/* prefetch: waits for the backing devices' queue */
 	int n_procs;
 	int rc;
 	uint64_t ms;
@@ -141,6 +142,12 @@ struct pt_context {
 	bool memory_signal;		/* scans tell pages apart: idle.h's memory rule applies */
 	uint64_t last_epoch_ms;		/* when the latest scan was applied */
 	uint64_t busy_epoch;		/* the last epoch in which it was seen busy */
+	/*
+	 * Scans that saw it busy. The model's wake set stands for the whole once it saw the
+	 * container work PT_WAKE_RECENT_EPOCHS of them; before (a daemon started beside an
+	 * idle container), a wake brings back all it offloaded: nothing says what is hot.
+	 */
+	uint64_t busy_scans;
 	uint64_t scans;
 	uint64_t cold_offloaded_bytes;
 
@@ -198,6 +205,13 @@ void pt_context_protect(struct pt_context *ctx);
  */
 struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate);
 struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int kmod_fd);
+/* Chunks used in this many epochs up to the last busy one are in the model's wake set. */
+#define PT_WAKE_RECENT_EPOCHS 5
+/*
+ * Whether a wake of @ctx brings back the model's wake set (it has one, and saw the
+ * container busy in PT_WAKE_RECENT_EPOCHS scans) rather than all the idle offload advised.
+ */
+bool pt_context_wake_from_model(const struct pt_context *ctx);
 struct pt_action *pt_context_settle(struct pt_context *ctx);
 /*
  * Hotness epoch: scan the processes' accessed bits with @scanner; on apply the model is

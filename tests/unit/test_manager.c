@@ -649,6 +649,29 @@ static void test_idle_trims_stray_swapcache(void **state)
 	assert_int_equal(web->idle.state, PT_STATE_IDLE);
 }
 
+/*
+ * A wake brings back the model's wake set only once the model saw the container work;
+ * a daemon started beside an idle container restores all it offloaded at the first wake.
+ */
+static void test_wake_set_needs_busy_scans(void **state)
+{
+	struct pt_context c;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.hot_ok = true;
+	c.hot.n_wake_set = 3;
+	c.busy_scans = 1;
+	assert_false(pt_context_wake_from_model(&c));
+	c.busy_scans = PT_WAKE_RECENT_EPOCHS;
+	assert_true(pt_context_wake_from_model(&c));
+	c.hot.n_wake_set = 0;
+	assert_false(pt_context_wake_from_model(&c));
+	c.hot.n_wake_set = 3;
+	c.hot_ok = false;
+	assert_false(pt_context_wake_from_model(&c));
+}
+
 /* Below the watermark the coldest chunks of the host leave, never a critical container's. */
 static void test_watermark(void **state)
 {
@@ -785,6 +808,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_trims_stray_swapcache, setup, teardown),
+		cmocka_unit_test(test_wake_set_needs_busy_scans),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_protocol, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runtime_trees, setup, teardown),
