@@ -23,7 +23,7 @@ PKGS=(
 	# pagetierd's Prometheus metrics (libmicrohttpd); promtool checks them (prometheus)
 	libmicrohttpd-dev prometheus
 	qemu-system-x86 qemu-utils crun
-	kmod cpio busybox-static iproute2 procps util-linux mount e2fsprogs file xz-utils bc
+	kmod cpio busybox-static iproute2 procps util-linux mount e2fsprogs fdisk file xz-utils bc
 	sqlite3 redis-server redis-tools lua5.4 valgrind libclang-rt-14-dev
 	memcached nginx-light postgresql-15 postgresql-contrib zstd
 	python3-matplotlib

@@ -15,6 +15,7 @@
  * (half MAP_SHARED|MAP_ANONYMOUS, half a memfd) and the file DATA mapped and read whole
  * (a file ptwork --make-file DATA --size N wrote); all verified on wake, and the report
  * says how many major faults the verification took (pages the wake had not brought back).
+ * --sysv SIZE adds a System V shared memory segment (removed when ptwork exits).
  *
  *   ptwork --size 1G --hot-pct 10 --ready FILE
  *
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -156,12 +158,14 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "hot-pct", required_argument, NULL, 'H' },
 		{ "shm", required_argument, NULL, 'm' },
+		{ "sysv", required_argument, NULL, 'V' },
 		{ "file", required_argument, NULL, 'f' },
 		{ "make-file", required_argument, NULL, 'F' },
 		{ 0 }
 	};
 	const char *ready = NULL, *report = NULL, *file = NULL, *make = NULL;
 	uint64_t shm_size = 0, file_size = 0, *shm_anon = NULL, *shm_fd = NULL, *fmap = NULL;
+	uint64_t sysv_size = 0, *sysv = NULL;
 	long flt0 = 0;
 	uint64_t size = 256ULL << 20, seed = 0x5eed, words, mismatches = 0, first_bad = UINT64_MAX;
 	long work_ms = 1000, hot_pct = 0;
@@ -191,6 +195,12 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'V':
+			if (parse_size(optarg, &sysv_size) || sysv_size % 4096) {
+				fprintf(stderr, "ptwork: bad --sysv '%s'\n", optarg);
+				return 2;
+			}
 			break;
 		case 'm':
 			if (parse_size(optarg, &shm_size) || shm_size % (2 * 4096)) {
@@ -271,6 +281,17 @@ int main(int argc, char **argv)
 		fill(shm_anon, shm_size / 16, seed + 1);
 		fill(shm_fd, shm_size / 16, seed + 3);
 	}
+	if (sysv_size) {
+		int id = shmget(IPC_PRIVATE, sysv_size, IPC_CREAT | 0600);
+
+		sysv = id < 0 ? (void *)-1 : shmat(id, NULL, 0);
+		if (sysv == (void *)-1) {
+			perror("ptwork: --sysv");
+			return 1;
+		}
+		shmctl(id, IPC_RMID, NULL);	/* gone with the last detach: ptwork's exit */
+		fill(sysv, sysv_size / 8, seed + 4);
+	}
 	if (file) {
 		struct stat st;
 		int ffd = open(file, O_RDONLY);
@@ -319,6 +340,8 @@ int main(int argc, char **argv)
 			sum += shm_anon[i] + shm_fd[i];
 		for (uint64_t i = 0; i < file_size / 8; i += 512)
 			sum += fmap[i];
+		for (uint64_t i = 0; i < sysv_size / 8; i += 512)
+			sum += sysv[i];
 		if (sum == 42)
 			fputc(' ', stderr);
 	}
@@ -350,15 +373,22 @@ verify:
 
 		mismatches += check(fmap, file_size / 8, seed + 2, &ignored);
 	}
+	if (sysv) {
+		uint64_t ignored = UINT64_MAX;
+
+		mismatches += check(sysv, sysv_size / 8, seed + 4, &ignored);
+	}
 	t1 = now_ms();
 	snprintf(line, sizeof(line),
-		 "{\"pid\":%d,\"bytes\":%llu,\"verified\":%llu,\"mismatches\":%llu,\"first_bad_offset\":%lld,\"wake_ms\":%.1f,\"restore_mb_s\":%.1f,\"shm_bytes\":%llu,\"file_bytes\":%llu,\"major_faults\":%ld}\n",
+		 "{\"pid\":%d,\"bytes\":%llu,\"verified\":%llu,\"mismatches\":%llu,\"first_bad_offset\":%lld,\"wake_ms\":%.1f,\"restore_mb_s\":%.1f,\"shm_bytes\":%llu,\"sysv_bytes\":%llu,\"file_bytes\":%llu,\"major_faults\":%ld}\n",
 		 (int)getpid(), (unsigned long long)size,
-		 (unsigned long long)(size + shm_size + file_size - mismatches * sizeof(uint64_t)),
+		 (unsigned long long)(size + shm_size + sysv_size + file_size -
+				      mismatches * sizeof(uint64_t)),
 		 (unsigned long long)mismatches,
 		 first_bad == UINT64_MAX ? -1LL : (long long)first_bad, t1 - t0,
-		 (double)(size + shm_size + file_size) / (1 << 20) / ((t1 - t0) / 1e3),
-		 (unsigned long long)shm_size, (unsigned long long)file_size, majflt() - flt0);
+		 (double)(size + shm_size + sysv_size + file_size) / (1 << 20) / ((t1 - t0) / 1e3),
+		 (unsigned long long)shm_size, (unsigned long long)sysv_size,
+		 (unsigned long long)file_size, majflt() - flt0);
 	if (report ? write_file(report, line) : (fputs(line, stdout), 0)) {
 		perror("ptwork: report file");
 		return 1;

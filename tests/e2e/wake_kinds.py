@@ -3,7 +3,8 @@
 prefetch (issue 11). Runs as root inside the test VM with pagetier.ko loaded; prints TAP.
 
 A container holds 64 MiB of private anonymous memory, 32 MiB of shared memory (half
-MAP_SHARED|MAP_ANONYMOUS, half a memfd) and a 32 MiB file on an ext4 file system mapped and
+MAP_SHARED|MAP_ANONYMOUS, half a memfd), an 8 MiB System V shared memory segment and a
+32 MiB file on an ext4 file system mapped and
 read whole. Idle: all of it leaves (swapped, or dropped from the page cache). A wake with no
 touch of the application (pagetierctl prefetch) brings each kind back: the cgroup's own
 counters show it resident again before the application reads a byte. Then the application
@@ -22,7 +23,8 @@ from e2elib import BIN, CG, MIB, Tap, ctl, run, status_json, wait_for
 
 PARENT = "pt-kinds"
 NAME = "kinds"
-ANON, SHM, FILE = 64 * MIB, 32 * MIB, 32 * MIB
+ANON, SHM, SYSV, FILE = 64 * MIB, 32 * MIB, 8 * MIB, 32 * MIB
+SHARED = SHM + SYSV	# memory.stat's shmem
 
 
 def stat(key):
@@ -78,6 +80,7 @@ def main():
 
         ready, report = os.path.join(work, "ready"), os.path.join(work, "report")
         proc = e2elib.start_in_cgroup(PARENT, NAME, f"--size {ANON // MIB}M --shm {SHM // MIB}M "
+                                      f"--sysv {SYSV // MIB}M "
                                       f"--file {data} --work-ms 3000 --ready {ready} "
                                       f"--report {report}")
         peak = {}
@@ -94,7 +97,7 @@ def main():
         def gone():
             st = (status_json(runtime) or {}).get(NAME, {})
             return (st.get("state") == "idle" and stat("anon") < 0.1 * ANON and
-                    stat("shmem") < 0.1 * SHM and stat("file") < 0.2 * FILE and
+                    stat("shmem") < 0.1 * SHARED and stat("file") < 0.2 * FILE and
                     stat("swapcached") < 4 * MIB)
         wait_for(gone, 90, step=0.5)
         idle = {k: stat(k) for k in ("anon", "shmem", "file", "swapcached")}
@@ -102,6 +105,13 @@ def main():
                ", ".join(f"{k} {v // MIB} MiB" for k, v in idle.items()) +
                f"; memory.current {current() // MIB} MiB",
                e2elib.cg_read(NAME, "memory.stat", PARENT))
+
+        st = (status_json(runtime) or {}).get(NAME, {})
+        held = {k: st.get(f"{k}_at_idle_bytes", 0) for k in ("anon", "shmem", "file")}
+        tap.ok(held["anon"] >= 0.9 * ANON and held["shmem"] >= 0.9 * SHARED and
+               held["file"] >= 0.8 * FILE,
+               "pagetierd recorded what each kind held at idle: " +
+               ", ".join(f"{k} {v // MIB} MiB" for k, v in held.items()), json.dumps(st))
 
         # Wake by prefetch alone: the application has not run yet.
         r = ctl("prefetch", NAME, runtime=runtime)
@@ -120,10 +130,10 @@ def main():
         # Swapped-in pages, private and shared, sit in the swap cache until the application
         # maps them: what came back is there.
         mem = back["swapcached"] + back["anon"] + back["shmem"]
-        tap.ok(mem >= 0.8 * (ANON + SHM),
-               f"private and shared memory back before the application touched it "
-               f"({mem // MIB} of {(ANON + SHM) // MIB} MiB)")
-        tap.ok(st.get("prefetch_requested_bytes", 0) >= ANON + SHM,
+        tap.ok(mem >= 0.8 * (ANON + SHARED),
+               f"private and shared memory (System V's too) back before the application "
+               f"touched it ({mem // MIB} of {(ANON + SHARED) // MIB} MiB)")
+        tap.ok(st.get("prefetch_requested_bytes", 0) >= ANON + SHARED,
                f"the wake set covered the shared memory too "
                f"({st.get('prefetch_requested_bytes', 0) // MIB} MiB advised)")
         tap.ok(back["file"] >= 0.8 * FILE,
@@ -134,7 +144,7 @@ def main():
         wait_for(lambda: os.path.exists(report) and os.path.getsize(report), 120, step=0.2)
         with open(report) as f:
             rep = json.loads(f.read())
-        total = ANON + SHM + FILE
+        total = ANON + SHARED + FILE
         tap.ok(rep.get("mismatches") == 0 and rep.get("verified") == total,
                f"all {total // MIB} MiB verified byte for byte ({rep.get('wake_ms')} ms)",
                json.dumps(rep))

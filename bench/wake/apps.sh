@@ -1,0 +1,40 @@
+#!/bin/bash
+# Wake of real applications and of every kind of memory: never offloaded, plain swap
+# (demand paging) and pagetier, side by side in one VM run per kernel x device profile.
+# Emulated (QEMU TCG) figures: compare the rows of one run, not the absolute times.
+#
+#   bench/wake/apps.sh     env: KERNELS ("6.12 6.1"), PROFILES ("unthrottled cloud"),
+#                          WORKLOADS, MODES, RATE, WINDOW_S, REDIS_ITEMS (see apps.py)
+set -u
+. "$(dirname "$0")/../../tests/vm/lib.sh"
+out=${WAKE_OUT:-$PT_TOP/build/bench/wake-apps}
+# The cloud-disk profile of bench/tier and bench/density: 3,000 IOPS and 125 MB/s.
+cloud_throttle=${THROTTLE:-throttling.iops-total=3000,throttling.bps-total=125000000}
+pass=(WORKLOADS MODES RATE WINDOW_S REDIS_ITEMS PYWEB_ITEMS)
+base=$PT_DRIVE_OPTS
+mkdir -p "$out"
+rc=0
+for k in ${KERNELS:-6.12 6.1}; do
+	kv=$(grep -m1 "^$k" "$PT_TOP/build/kernels.txt") || pt_die "no kernel $k in build/kernels.txt"
+	for p in ${PROFILES:-unthrottled cloud}; do
+		echo "== wake apps: $p, $kv"
+		envs="PROFILE=$p "
+		for v in "${pass[@]}"; do
+			[ -n "${!v:-}" ] && envs+="$v='${!v}' "
+		done
+		PT_DRIVE_OPTS=$base
+		[ "$p" = cloud ] && PT_DRIVE_OPTS+=",$cloud_throttle"
+		PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-3000} pt_vm_run "$kv" "$out/$kv-$p" \
+			"insmod build/kmod/$kv/pagetier.ko && $envs python3 bench/wake/apps.py 2>&1 | tee \$PT_OUT/result.txt" |
+			grep --line-buffered -E '^# |Traceback|Error|error:|Bail' || true
+		if [ -s "$out/$kv-$p/wake-apps.json" ]; then
+			cp "$out/$kv-$p/wake-apps.json" "$out/wake-apps-$kv-$p.json"
+		else
+			echo "wake apps: no result ($p, $kv); the end of its console:" >&2
+			tail -30 "$out/$kv-$p/console.log" >&2
+			rc=1
+		fi
+	done
+done
+python3 "$PT_TOP/bench/wake/apps_report.py" "$out" || rc=1
+exit $rc
