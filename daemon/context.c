@@ -681,9 +681,11 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate)
 	/*
 	 * Shared memory counts: a PostgreSQL's shared buffers are most of it. Its ranges go
 	 * in the wake set whether MADV_PAGEOUT takes their pages (mapped once) or the reclaim
-	 * that follows does (mapped by several processes).
+	 * that follows does (mapped by several processes). So does the swap cache: a wake
+	 * that was only its timers' faults prefetched it all back unmapped, and the ranges
+	 * of this offload, cut at anon alone, would leave all of it out of the next wake.
 	 */
-	budget = ctx->sample.anon + ctx->sample.shmem;
+	budget = ctx->sample.anon + ctx->sample.shmem + ctx->sample.swapcached;
 	budget = budget > ctx->policy.resident_floor_bytes ?
 		 budget - ctx->policy.resident_floor_bytes : 0;
 	if (ctx->policy.offload_cap_bytes && budget > ctx->policy.offload_cap_bytes)

@@ -55,6 +55,7 @@ RATE = float(os.environ.get("RATE", "40"))
 WINDOW_S = float(os.environ.get("WINDOW_S", "10"))
 P99_S = 5.0
 IDLE_S = float(os.environ.get("IDLE_S", "2"))
+WARM_S = float(os.environ.get("WARM_S", "8"))	# pagetier: the server works this long first
 MODES = os.environ.get("MODES", "never swap pagetier").split()
 WORKLOADS = os.environ.get("WORKLOADS", "kinds redis postgres pyweb").split()
 REDIS_ITEMS = int(os.environ.get("REDIS_ITEMS", "150000"))
@@ -229,7 +230,7 @@ def wake_server(srv, name, warm, out_bytes, rate):
                                         / warm, 1)}
 
 
-def go_out(mode, name, daemon, keep=0):
+def go_out(mode, name, daemon, srv=None):
     """Gets @name's memory out for @mode; returns memory.current once out."""
     if mode == "never":
         time.sleep(IDLE_S + 3)
@@ -237,7 +238,12 @@ def go_out(mode, name, daemon, keep=0):
     if mode == "swap":
         time.sleep(IDLE_S)
         return reclaim_out(name, OUT_FLOOR)
-    # pagetier, paced: pagetierd's idle path.
+    # pagetier, paced: pagetierd's idle path, after it saw the server work (as a daemon
+    # that runs all along does; its model learns what the server touches).
+    if srv:
+        rnd, end = random.Random(3), time.monotonic() + WARM_S
+        while time.monotonic() < end:
+            srv.request(rnd.randrange(srv.items))
 
     def out():
         st = daemon.status(name)
@@ -324,7 +330,7 @@ def run_workload(w, res, results, work, mnt, data, tier):
                     fig = wake_kinds(mode, work, mnt, daemon, data)
                 else:
                     warm = current(w)
-                    out = go_out(mode, w, daemon)
+                    out = go_out(mode, w, daemon, srv)
                     r0 = dev_reads()
                     fig = wake_server(srv, w, warm, out, rate)
                     fig.update({"warm_MiB": warm >> 20, "out_MiB": out >> 20,
