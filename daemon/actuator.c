@@ -349,31 +349,43 @@ static int join_cgroup(const char *cgdir, int depth)
  */
 #define PT_FILE_PIECE (128ULL << 10)
 
-static int64_t advise_in_pieces(const struct pt_proc_ranges *pr, int advice, uint64_t piece)
+/*
+ * Behind a queue, a batch is at most 8 pieces (1 MiB of files), each batch advised once
+ * the drive's queue is short: file readahead must not queue up ahead of the application's
+ * faults either.
+ */
+#define PT_QUEUED_BATCH 8
+
+static int64_t advise_in_pieces(const struct pt_proc_ranges *pr, int advice, uint64_t piece,
+				const struct pt_backing_queue *queue)
 {
 	struct pt_range batch[PT_IOV_BATCH];
 	struct pt_proc_ranges one = { .pid = pr->pid, .start = pr->start, .cgroup = pr->cgroup,
 				      .pidfd = pr->pidfd, .r = batch, .cap = PT_IOV_BATCH };
+	int max = queue && queue->n ? PT_QUEUED_BATCH : PT_IOV_BATCH;
 	int64_t done = 0, got;
 
 	for (int i = 0; i < pr->n; i++)
 		for (uint64_t off = 0; off < pr->r[i].len; off += piece) {
 			batch[one.n].start = pr->r[i].start + off;
 			batch[one.n].len = pr->r[i].len - off < piece ? pr->r[i].len - off : piece;
-			if (++one.n < PT_IOV_BATCH)
+			if (++one.n < max)
 				continue;
+			pt_backing_queue_wait(queue);
 			got = pt_proc_advise(&one, advice);
 			if (got == -ESRCH)
 				return done ? done : got;
 			done += got > 0 ? got : 0;
 			one.n = 0;
 		}
+	pt_backing_queue_wait(queue);
 	got = pt_proc_advise(&one, advice);
 	return got > 0 ? done + got : (done ? done : got);
 }
 
 int pt_advise_child_start(struct pt_advise_child *c, const char *cgdir,
-			  const struct pt_proc_ranges *set, int n, int advice)
+			  const struct pt_proc_ranges *set, int n, int advice,
+			  const struct pt_backing_queue *queue)
 {
 	int pipefd[2];
 
@@ -407,7 +419,8 @@ int pt_advise_child_start(struct pt_advise_child *c, const char *cgdir,
 		rc = join_cgroup(cgdir, 0);
 		if (rc == 0)
 			for (int i = 0; i < n; i++) {
-				int64_t got = advise_in_pieces(&set[i], advice, PT_FILE_PIECE);
+				int64_t got = advise_in_pieces(&set[i], advice, PT_FILE_PIECE,
+							       queue);
 
 				if (got > 0)
 					sum += got;
@@ -444,7 +457,7 @@ int64_t pt_proc_advise_in_cgroup(const char *cgdir, const struct pt_proc_ranges 
 				 int advice)
 {
 	struct pt_advise_child c;
-	int rc = pt_advise_child_start(&c, cgdir, set, n, advice);
+	int rc = pt_advise_child_start(&c, cgdir, set, n, advice, NULL);
 
 	return rc ? rc : pt_advise_child_finish(&c);
 }

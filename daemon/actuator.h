@@ -94,7 +94,7 @@ int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64
  * *@waited_ms (if not NULL) adds up those waits. Bytes advised in all, or -ESRCH when every
  * process is gone.
  */
-#define PT_SHARE_PIECE (2ULL << 20)
+#define PT_SHARE_PIECE (1ULL << 20)
 int64_t pt_proc_advise_shared(const struct pt_proc_ranges *set, int n, int advice,
 			      unsigned int threads, uint64_t rate,
 			      const struct pt_backing_queue *queue, uint64_t *waited_ms);
@@ -115,8 +115,10 @@ struct pt_advise_child {
 	pid_t pid;		/* 0: none started */
 	int fd;			/* the result comes through this pipe */
 };
+/* With @queue (its descriptors shared with the child), each 1 MiB batch waits for it. */
 int pt_advise_child_start(struct pt_advise_child *c, const char *cgdir,
-			  const struct pt_proc_ranges *set, int n, int advice);
+			  const struct pt_proc_ranges *set, int n, int advice,
+			  const struct pt_backing_queue *queue);
 int64_t pt_advise_child_finish(struct pt_advise_child *c);
 
 #endif

@@ -5,8 +5,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +26,24 @@ int pt_parse_inflight(const char *text, uint64_t *reads)
 	return 0;
 }
 
+static uint64_t ino_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+/* Whether the disk at @dir is open already (two tiers on one drive count its queue once). */
+static bool seen(const struct pt_backing_queue *q, const char *dir)
+{
+	uint64_t ino = ino_of(dir);
+
+	for (int i = 0; i < q->n; i++)
+		if (q->disk_ino[i] == ino)
+			return true;
+	return false;
+}
+
 int pt_backing_queue_open(struct pt_backing_queue *q, const char *sysblock,
 			  const char *sysclass)
 {
@@ -31,7 +52,7 @@ int pt_backing_queue_open(struct pt_backing_queue *q, const char *sysblock,
 
 	q->n = 0;
 	for (int i = 0; i < nt; i++) {
-		char path[PATH_MAX], dev[PATH_MAX], *name;
+		char path[PATH_MAX], dev[PATH_MAX], disk[PATH_MAX], *name;
 		ssize_t len;
 		int fd;
 
@@ -45,10 +66,20 @@ int pt_backing_queue_open(struct pt_backing_queue *q, const char *sysblock,
 		name = name ? name + 1 : dev;
 		if (!*name)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s/inflight", sysclass, name);
+		snprintf(path, sizeof(path), "%s/%s", sysclass, name);
+		if (!realpath(path, disk))
+			continue;
+		snprintf(path, sizeof(path), "%s/partition", disk);
+		if (access(path, F_OK) == 0)
+			*strrchr(disk, '/') = '\0';	/* a partition: its disk is the parent */
+		if (seen(q, disk))
+			continue;
+		snprintf(path, sizeof(path), "%s/inflight", disk);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0)
+		if (fd >= 0) {
+			q->disk_ino[q->n] = ino_of(disk);
 			q->fd[q->n++] = fd;
+		}
 	}
 	return q->n;
 }

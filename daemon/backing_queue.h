@@ -9,8 +9,9 @@
  * bench/wake, a p99 of 1.4 s over the first 5 s after a redis wake. The prefetch keeps
  * that queue short instead: it advises its next piece only while the backing devices
  * hold few reads (/sys/class/block/NAME/inflight: requests, after the block layer merged
- * the tier's contiguous reads, so each may be up to a MiB: 4 of them are 33 ms of a
- * 125 MB/s cloud disk, and still enough to keep it streaming).
+ * the tier's contiguous reads, so each may be up to a MiB: 2 of them are 16 ms of a
+ * 125 MB/s cloud disk, and still enough to keep it streaming). The whole disk's queue,
+ * not the partition's: the drive is what the reads share, the containers' files too.
  */
 #ifndef PAGETIER_BACKING_QUEUE_H
 #define PAGETIER_BACKING_QUEUE_H
@@ -20,19 +21,21 @@
 #include "kmod_client.h"
 
 /* Reads queued at the backing devices beyond which the prefetch waits before a piece. */
-#define PT_PREFETCH_QUEUED_READS 4
+#define PT_PREFETCH_QUEUED_READS 2
 /* ... for at most this long per piece: other containers' I/O must not stall it. */
 #define PT_PREFETCH_QUEUE_WAIT_MS 100
 
 struct pt_backing_queue {
 	int n;
-	int fd[PT_KMOD_MAX_TIERS];	/* each tier's backing device's inflight file */
+	int fd[PT_KMOD_MAX_TIERS];	/* each backing disk's inflight file */
+	uint64_t disk_ino[PT_KMOD_MAX_TIERS];	/* its sysfs directory, to count it once */
 };
 
 /*
- * Opens the inflight file of every tier's backing device: @sysblock/pagetierN/backing_dev
- * names it (/dev/NAME), @sysclass/NAME/inflight counts its requests. A tier whose files
- * are missing is left out. Returns how many it opened.
+ * Opens the inflight file of every tier's backing disk: @sysblock/pagetierN/backing_dev
+ * names its device (/dev/NAME); @sysclass/NAME is its sysfs directory, whose parent holds
+ * the whole disk's inflight if it is a partition (it has a "partition" file). Each disk
+ * once; a tier whose files are missing is left out. Returns how many it opened.
  */
 int pt_backing_queue_open(struct pt_backing_queue *q, const char *sysblock,
 			  const char *sysclass);

@@ -341,7 +341,13 @@ static void run_prefetch(struct pt_job *job)
 
 	owned_by(a, a->files, a->n_files);
 	owned_by(a, a->set, a->n_set);
-	rc = pt_advise_child_start(&files, a->dir, a->files, a->n_files, MADV_WILLNEED);
+	/*
+	 * With tiers, the reads it causes queue no further than a few requests ahead of the
+	 * application's own (backing_queue.h).
+	 */
+	if (a->kmod_fd >= 0)
+		pt_backing_queue_open(&queue, "/sys/block", "/sys/class/block");
+	rc = pt_advise_child_start(&files, a->dir, a->files, a->n_files, MADV_WILLNEED, &queue);
 	if (rc)
 		pt_warn("%s: readahead of its mapped files: %s", a->name, strerror(-rc));
 	/*
@@ -356,9 +362,6 @@ static void run_prefetch(struct pt_job *job)
 			pt_warn("%s: tier prefetch: %s (MADV_WILLNEED alone)", a->name,
 				strerror(-rc));
 	}
-	/* With tiers: behind the tier's background reads, not ahead of the application's. */
-	if (a->kmod_fd >= 0)
-		pt_backing_queue_open(&queue, "/sys/block", "/sys/class/block");
 	got = pt_proc_advise_shared(a->set, a->n_set, MADV_WILLNEED, prefetch_threads(), a->rate,
 				    &queue, &a->queue_wait_ms);
 	pt_backing_queue_close(&queue);

@@ -20,6 +20,16 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* class/NAME -> ../devices/PATH, as /sys/class/block's links. */
+static void link_dev(const char *d, const char *name, const char *path)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+
+	snprintf(from, sizeof(from), "%s/class/%s", d, name);
+	snprintf(to, sizeof(to), "../devices/%s", path);
+	assert_int_equal(symlink(to, from), 0);
+}
+
 static void test_parse_inflight(void **state)
 {
 	uint64_t r = 7;
@@ -35,9 +45,9 @@ static void test_parse_inflight(void **state)
 }
 
 /*
- * Two tiers, on a namespace and a partition: their backing devices' reads add up. A third
- * whose backing device has no inflight file, and a fourth without backing_dev (an older
- * module), are left out.
+ * Tiers on two drives: the drives' reads add up, a partition's drive's whole queue. A
+ * tier whose backing device sysfs lacks, and one without backing_dev (an older module),
+ * are left out.
  */
 static void test_queue_of_the_tiers(void **state)
 {
@@ -48,13 +58,25 @@ static void test_queue_of_the_tiers(void **state)
 	(void)state;
 	snprintf(blk, sizeof(blk), "%s/block", d);
 	snprintf(cls, sizeof(cls), "%s/class", d);
+	/*
+	 * As sysfs has them: class/NAME links to the device's directory, a partition's below
+	 * its disk's. Tiers 0 and 4 share the drive nvme0n1 (two partitions): counted once.
+	 */
 	fx_write(d, "block/pagetier0/backing_dev", "/dev/nvme0n1p2\n");
+	fx_write(d, "block/pagetier4/backing_dev", "/dev/nvme0n1p3\n");
 	fx_write(d, "block/pagetier1/backing_dev", "/dev/nvme1n1\n");
 	fx_write(d, "block/pagetier2/backing_dev", "/dev/sdz\n");
 	fx_write(d, "block/pagetier3/size", "0\n");
 	fx_write(d, "block/nvme0n1/size", "0\n");
-	fx_write(d, "class/nvme0n1p2/inflight", "      12        4\n");
-	fx_write(d, "class/nvme1n1/inflight", "       9        0\n");
+	fx_write(d, "devices/nvme0n1/inflight", "      12        4\n");
+	fx_write(d, "devices/nvme0n1/nvme0n1p2/partition", "2\n");
+	fx_write(d, "devices/nvme0n1/nvme0n1p2/inflight", "       1        0\n");
+	fx_write(d, "devices/nvme0n1/nvme0n1p3/partition", "3\n");
+	fx_write(d, "devices/nvme1n1/inflight", "       9        0\n");
+	fx_write(d, "class/.keep", "");
+	link_dev(d, "nvme0n1p2", "nvme0n1/nvme0n1p2");
+	link_dev(d, "nvme0n1p3", "nvme0n1/nvme0n1p3");
+	link_dev(d, "nvme1n1", "nvme1n1");
 	assert_int_equal(pt_backing_queue_open(&q, blk, cls), 2);
 	assert_int_equal(pt_backing_queue_reads(&q), 21);
 	/* 21 > PT_PREFETCH_QUEUED_READS: the wait is bounded. */
@@ -62,9 +84,9 @@ static void test_queue_of_the_tiers(void **state)
 	assert_true(pt_backing_queue_wait(&q) >= PT_PREFETCH_QUEUE_WAIT_MS);
 	assert_true(now_ms() - t0 < PT_PREFETCH_QUEUE_WAIT_MS + 500);
 	/* Short again: no wait. The file is read afresh each time. */
-	fx_write(d, "class/nvme0n1p2/inflight", "       2       40\n");
-	fx_write(d, "class/nvme1n1/inflight", "       1        0\n");
-	assert_int_equal(pt_backing_queue_reads(&q), 3);
+	fx_write(d, "devices/nvme0n1/inflight", "       1       40\n");
+	fx_write(d, "devices/nvme1n1/inflight", "       1        0\n");
+	assert_int_equal(pt_backing_queue_reads(&q), 2);
 	assert_int_equal(pt_backing_queue_wait(&q), 0);
 	pt_backing_queue_close(&q);
 	assert_int_equal(q.n, 0);
