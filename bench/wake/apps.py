@@ -14,6 +14,8 @@ cgroup, three wakes in turn:
             seen by pagetierd (packet, CPU or swap-in), prefetched
   paced     (MODES="... paced") as pagetier, with prefetch_rate at 80% of the drive's
             measured sequential read bandwidth
+  nopf      (MODES="... nopf") as pagetier, with prefetch = no: demand paging from the
+            tier, to tell the tier's part from the prefetch's
 
 Workloads:
   kinds     ptwork: private anonymous memory, shared memory (MAP_SHARED anonymous and a
@@ -156,7 +158,7 @@ def reclaim_out(name, floor):
 
 
 class Daemon:
-    def __init__(self, work, name, prefetch_rate=None):
+    def __init__(self, work, name, prefetch_rate=None, prefetch=True):
         self.conf = os.path.join(work, f"etc-{name}")
         os.makedirs(os.path.join(self.conf, "containers.d"), exist_ok=True)
         self.runtime = os.path.join(self.conf, "run")
@@ -165,7 +167,8 @@ class Daemon:
             if prefetch_rate:
                 f.write(f"prefetch_rate = {prefetch_rate // MIB}M\n")
         with open(os.path.join(self.conf, "containers.d", "bench.conf"), "w") as f:
-            f.write(f"[{name}]\nmatch_cgroup = /{PARENT}/{name}\nidle_threshold = 2s\n")
+            f.write(f"[{name}]\nmatch_cgroup = /{PARENT}/{name}\nidle_threshold = 2s\n"
+                    f"prefetch = {'yes' if prefetch else 'no'}\n")
         e2elib.fix_perms(self.conf)
         self.log = open(os.path.join(os.environ.get("PT_OUT", work), f"pagetierd-{name}.log"), "a")
         self.proc = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", self.conf],
@@ -324,7 +327,8 @@ def run_workload(w, res, results, work, mnt, data, tier):
             swap_only(None)
             swap_only(part(1) if mode == "swap" else None if mode == "never" else tier)
             pf_rate = int(0.8 * results["seq_read_MBps_qd1"] * 1e6) if mode == "paced" else None
-            daemon = Daemon(work, w, pf_rate) if mode in ("pagetier", "paced") else None
+            daemon = (Daemon(work, w, pf_rate, prefetch=mode != "nopf")
+                      if mode in ("pagetier", "paced", "nopf") else None)
             try:
                 if w == "kinds":
                     fig = wake_kinds(mode, work, mnt, daemon, data)

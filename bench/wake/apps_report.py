@@ -10,7 +10,7 @@ import os
 import sys
 
 
-MODES = ("never", "swap", "pagetier", "paced")
+MODES = ("never", "swap", "pagetier", "paced", "nopf")
 
 
 def fmt(v, unit=""):
