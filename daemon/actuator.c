@@ -363,7 +363,10 @@ static int64_t advise_in_pieces(const struct pt_proc_ranges *pr, int advice, uin
 	struct pt_proc_ranges one = { .pid = pr->pid, .start = pr->start, .cgroup = pr->cgroup,
 				      .pidfd = pr->pidfd, .r = batch, .cap = PT_IOV_BATCH };
 	int max = queue && queue->n ? PT_QUEUED_BATCH : PT_IOV_BATCH;
+	struct pt_fault_watch watch;
 	int64_t done = 0, got;
+
+	pt_fault_watch_open(&watch, queue && queue->n ? queue->cgdir : NULL);
 
 	for (int i = 0; i < pr->n; i++)
 		for (uint64_t off = 0; off < pr->r[i].len; off += piece) {
@@ -371,14 +374,17 @@ static int64_t advise_in_pieces(const struct pt_proc_ranges *pr, int advice, uin
 			batch[one.n].len = pr->r[i].len - off < piece ? pr->r[i].len - off : piece;
 			if (++one.n < max)
 				continue;
-			pt_backing_queue_wait(queue);
+			pt_backing_queue_wait(queue, &watch);
 			got = pt_proc_advise(&one, advice);
-			if (got == -ESRCH)
+			if (got == -ESRCH) {
+				pt_fault_watch_close(&watch);
 				return done ? done : got;
+			}
 			done += got > 0 ? got : 0;
 			one.n = 0;
 		}
-	pt_backing_queue_wait(queue);
+	pt_backing_queue_wait(queue, &watch);
+	pt_fault_watch_close(&watch);
 	got = pt_proc_advise(&one, advice);
 	return got > 0 ? done + got : (done ? done : got);
 }
@@ -532,6 +538,9 @@ static void *advise_share_run(void *arg)
 {
 	struct advise_share *sh = arg;
 	uint64_t idx = 0, t0 = mono_ns(), sent = 0;
+	struct pt_fault_watch watch;
+
+	pt_fault_watch_open(&watch, sh->queue ? sh->queue->cgdir : NULL);
 
 	for (int i = 0; i < sh->n; i++) {
 		const struct pt_proc_ranges *pr = &sh->set[i];
@@ -551,7 +560,7 @@ static void *advise_share_run(void *arg)
 
 				if (idx++ % sh->stride != sh->k)
 					continue;
-				sh->waited_ms += pt_backing_queue_wait(sh->queue);
+				sh->waited_ms += pt_backing_queue_wait(sh->queue, &watch);
 				got = pt_proc_advise(&one, sh->advice);
 				gone = got == -ESRCH;
 				if (got > 0)
@@ -562,6 +571,7 @@ static void *advise_share_run(void *arg)
 		}
 		sh->any_alive |= !gone;
 	}
+	pt_fault_watch_close(&watch);
 	return NULL;
 }
 

@@ -110,14 +110,66 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-uint64_t pt_backing_queue_wait(const struct pt_backing_queue *q)
+unsigned int pt_prefetch_queue_limit(uint64_t majflt, uint64_t now_ms, uint64_t *last,
+				     uint64_t *until_ms)
+{
+	if (*last && majflt > *last)
+		*until_ms = now_ms + PT_FAULTING_HOLD_MS;
+	*last = majflt;
+	return now_ms < *until_ms ? PT_PREFETCH_QUEUED_FAULTING : PT_PREFETCH_QUEUED_STREAMING;
+}
+
+void pt_fault_watch_open(struct pt_fault_watch *w, const char *cgdir)
+{
+	char path[PATH_MAX];
+
+	memset(w, 0, sizeof(*w));
+	w->fd = -1;
+	if (!cgdir)
+		return;
+	snprintf(path, sizeof(path), "%s/memory.stat", cgdir);
+	w->fd = open(path, O_RDONLY | O_CLOEXEC);
+}
+
+void pt_fault_watch_close(struct pt_fault_watch *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
+}
+
+/* The limit now. No malloc, no stdio: the readahead child calls it too. */
+static unsigned int watch_limit(struct pt_fault_watch *w, uint64_t now)
+{
+	static const char key[] = "\npgmajfault ";
+	char buf[8192], *p;
+	ssize_t len;
+
+	if (!w || w->fd < 0)
+		return PT_PREFETCH_QUEUED_FAULTING;
+	if (w->checked_ms && now - w->checked_ms < PT_FAULT_CHECK_MS)
+		return now < w->until_ms ? PT_PREFETCH_QUEUED_FAULTING : PT_PREFETCH_QUEUED_STREAMING;
+	w->checked_ms = now;
+	len = pread(w->fd, buf + 1, sizeof(buf) - 2, 0);
+	if (len <= 0)
+		return PT_PREFETCH_QUEUED_FAULTING;
+	buf[0] = '\n';
+	buf[len + 1] = '\0';
+	p = strstr(buf, key);
+	if (!p)
+		return PT_PREFETCH_QUEUED_FAULTING;
+	return pt_prefetch_queue_limit(strtoull(p + sizeof(key) - 1, NULL, 10), now, &w->last,
+				       &w->until_ms);
+}
+
+uint64_t pt_backing_queue_wait(const struct pt_backing_queue *q, struct pt_fault_watch *w)
 {
 	uint64_t t0, t;
 
 	if (!q || !q->n)
 		return 0;
 	t0 = t = now_ms();
-	while (pt_backing_queue_reads(q) > PT_PREFETCH_QUEUED_READS &&
+	while (pt_backing_queue_reads(q) > watch_limit(w, t) &&
 	       t - t0 < PT_PREFETCH_QUEUE_WAIT_MS) {
 		struct timespec ts = { .tv_nsec = 1000000L };
 

@@ -345,8 +345,10 @@ static void run_prefetch(struct pt_job *job)
 	 * With tiers, the reads it causes queue no further than a few requests ahead of the
 	 * application's own (backing_queue.h).
 	 */
-	if (a->kmod_fd >= 0)
+	if (a->kmod_fd >= 0) {
 		pt_backing_queue_open(&queue, "/sys/block", "/sys/class/block");
+		queue.cgdir = a->dir;	/* its major faults set how deep the queue may be */
+	}
 	rc = pt_advise_child_start(&files, a->dir, a->files, a->n_files, MADV_WILLNEED, &queue);
 	if (rc)
 		pt_warn("%s: readahead of its mapped files: %s", a->name, strerror(-rc));

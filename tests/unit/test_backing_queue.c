@@ -79,22 +79,69 @@ static void test_queue_of_the_tiers(void **state)
 	link_dev(d, "nvme1n1", "nvme1n1");
 	assert_int_equal(pt_backing_queue_open(&q, blk, cls), 2);
 	assert_int_equal(pt_backing_queue_reads(&q), 21);
-	/* 21 > PT_PREFETCH_QUEUED_READS: the wait is bounded. */
+	/* 21 > PT_PREFETCH_QUEUED_FAULTING (no watch: the low limit): the wait is bounded. */
 	t0 = now_ms();
-	assert_true(pt_backing_queue_wait(&q) >= PT_PREFETCH_QUEUE_WAIT_MS);
+	assert_true(pt_backing_queue_wait(&q, NULL) >= PT_PREFETCH_QUEUE_WAIT_MS);
 	assert_true(now_ms() - t0 < PT_PREFETCH_QUEUE_WAIT_MS + 500);
 	/* Short again: no wait. The file is read afresh each time. */
 	fx_write(d, "devices/nvme0n1/inflight", "       1       40\n");
 	fx_write(d, "devices/nvme1n1/inflight", "       1        0\n");
 	assert_int_equal(pt_backing_queue_reads(&q), 2);
-	assert_int_equal(pt_backing_queue_wait(&q), 0);
+	assert_int_equal(pt_backing_queue_wait(&q, NULL), 0);
 	pt_backing_queue_close(&q);
 	assert_int_equal(q.n, 0);
 	/* No tiers, or nothing open: no queue, no wait. */
-	assert_int_equal(pt_backing_queue_wait(NULL), 0);
+	assert_int_equal(pt_backing_queue_wait(NULL, NULL), 0);
 	assert_int_equal(pt_backing_queue_open(&q, cls, cls), 0);
 	assert_int_equal(pt_backing_queue_reads(&q), 0);
-	assert_int_equal(pt_backing_queue_wait(&q), 0);
+	assert_int_equal(pt_backing_queue_wait(&q, NULL), 0);
+	fx_rmtree(d);
+}
+
+/* Deep while the application does not fault, shallow from a fault until 100 ms after. */
+static void test_queue_limit(void **state)
+{
+	uint64_t last = 0, until = 0;
+
+	(void)state;
+	assert_int_equal(pt_prefetch_queue_limit(5, 1000, &last, &until), PT_PREFETCH_QUEUED_STREAMING);
+	assert_int_equal(pt_prefetch_queue_limit(5, 1005, &last, &until), PT_PREFETCH_QUEUED_STREAMING);
+	assert_int_equal(pt_prefetch_queue_limit(7, 1010, &last, &until), PT_PREFETCH_QUEUED_FAULTING);
+	assert_int_equal(pt_prefetch_queue_limit(7, 1109, &last, &until), PT_PREFETCH_QUEUED_FAULTING);
+	assert_int_equal(pt_prefetch_queue_limit(7, 1110, &last, &until), PT_PREFETCH_QUEUED_STREAMING);
+}
+
+/* The watch reads the cgroup's memory.stat: 3 reads queued pass while it does not fault. */
+static void test_fault_watch(void **state)
+{
+	char *d = fx_tmpdir(), blk[PATH_MAX], cls[PATH_MAX], cg[PATH_MAX];
+	struct pt_backing_queue q;
+	struct pt_fault_watch w;
+	struct timespec ts = { .tv_nsec = 20 * 1000000L };
+
+	(void)state;
+	snprintf(blk, sizeof(blk), "%s/block", d);
+	snprintf(cls, sizeof(cls), "%s/class", d);
+	snprintf(cg, sizeof(cg), "%s/cg", d);
+	fx_write(d, "block/pagetier0/backing_dev", "/dev/vdb\n");
+	fx_write(d, "devices/vdb/inflight", "       3        0\n");
+	fx_write(d, "class/.keep", "");
+	link_dev(d, "vdb", "vdb");
+	fx_write(d, "cg/memory.stat", "anon 4096\npgfault 10\npgmajfault 5\nthp_fault_alloc 0\n");
+	assert_int_equal(pt_backing_queue_open(&q, blk, cls), 1);
+	pt_fault_watch_open(&w, cg);
+	assert_true(w.fd >= 0);
+	assert_int_equal(pt_backing_queue_wait(&q, &w), 0);
+	/* It faults: the queue must drain to 2 first, and does not within the bound. */
+	fx_write(d, "cg/memory.stat", "anon 4096\npgfault 10\npgmajfault 9\nthp_fault_alloc 0\n");
+	nanosleep(&ts, NULL);
+	assert_true(pt_backing_queue_wait(&q, &w) >= PT_PREFETCH_QUEUE_WAIT_MS);
+	pt_fault_watch_close(&w);
+	/* No memory.stat: the low limit. */
+	pt_fault_watch_open(&w, blk);
+	assert_true(w.fd < 0);
+	assert_true(pt_backing_queue_wait(&q, &w) >= PT_PREFETCH_QUEUE_WAIT_MS);
+	pt_backing_queue_close(&q);
 	fx_rmtree(d);
 }
 
@@ -103,6 +150,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_inflight),
 		cmocka_unit_test(test_queue_of_the_tiers),
+		cmocka_unit_test(test_queue_limit),
+		cmocka_unit_test(test_fault_watch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
