@@ -125,6 +125,13 @@ def main():
         write_config(conf, names)
         runtime = os.path.join(conf, "run")
         log = open(os.path.join(work, "pagetierd.log"), "w")
+
+        def log_of(name):
+            """pagetierd's last 40 lines about @name (debug included), for a failure."""
+            log.flush()
+            with open(os.path.join(work, "pagetierd.log")) as f:
+                return "\n".join([l for l in f.read().splitlines() if f" {name}:" in l or
+                                   f"/{name}:" in l][-40:])
         daemon = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
                                   stdout=log, stderr=subprocess.STDOUT)
         if not wait_for(lambda: status_json(runtime) is not None, 15):
@@ -192,11 +199,13 @@ def main():
             st = st_of(runtime, n)
             # A timer's burst of faults reads swap clusters ahead of it; pagetierd drops
             # that stray swap cache within a tick or two. Caught mid-burst, it gets 3 s.
-            back_in = 0.0
+            back_in, late = 0.0, ""
             if not settled(n):
                 t = time.monotonic()
-                wait_for(lambda: settled(n), 3, step=0.1)
-                back_in = time.monotonic() - t
+                if wait_for(lambda: settled(n), 3, step=0.1):
+                    back_in = time.monotonic() - t
+                else:
+                    late = "; still not out 3 s later"
             cur, sc = cgu(n, "memory.current"), cgk(n, "swapcached")
             figures[n] = {"idle_after_s": round(idle_at.get(n, -1), 1),
                           "before_MiB": peak[n] // MIB, "resident_idle_MiB": cur // MIB,
@@ -210,7 +219,7 @@ def main():
                    f"(swap cache {sc // MIB} MiB, idle working set kept "
                    f"{st.get('keep_bytes', 0) >> 10} KiB"
                    + (f"; out again {back_in:.1f} s after a burst of its timers" if back_in else "")
-                   + ")", e2elib.cg_read(n, "memory.stat", PARENT))
+                   + late + ")", e2elib.cg_read(n, "memory.stat", PARENT) + "\n" + log_of(n))
         tap.ok(not busy_idle and st_of(runtime, "busy").get("state") == "active",
                "busy: a container whose work never stops is never called idle",
                json.dumps(st_of(runtime, "busy")))
