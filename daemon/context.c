@@ -614,15 +614,6 @@ struct pt_action *pt_context_trim(struct pt_context *ctx)
 		ctx->hot.unused_prefetched = 0;
 		if (ctx->sample.swapcached < (1ULL << 20))
 			return NULL;
-	} else if (ctx->idle.state == PT_STATE_ACTIVE && ctx->n_wakes &&
-		   pt_now_ms() >= ctx->idle.woke_at_ms + PT_QUALITY_WINDOW_MS &&
-		   stray_swapcache(ctx) >= PT_IDLE_STRAY_SWAPCACHE) {
-		/*
-		 * Active, its last wake's window over, and still holding swap cache nobody maps:
-		 * a prefetch of the whole offload set (no model yet) it did not use, which the
-		 * model does not count as its own prefetch. On the tier already: it goes.
-		 */
-		bytes = stray_swapcache(ctx);
 	} else {
 		return NULL;
 	}
