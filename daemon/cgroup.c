@@ -108,7 +108,7 @@ int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full)
 	rc = pt_cgroup_read_u64(dir, "memory.current", &s->memory_current);
 	if (rc || !full)
 		return rc;
-	s->anon = s->swapcached = s->swap_current = s->shmem = s->file = 0;
+	s->anon = s->swapcached = s->swap_current = s->shmem = s->file_cache = 0;
 	stat = malloc(16384);
 	if (!stat)
 		return -ENOMEM;
@@ -121,8 +121,11 @@ int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full)
 	/* What each kind of memory holds, for the record of an idle period. */
 	if (!rc && pt_flat_keyed_get(stat, "shmem", &s->shmem))
 		s->shmem = 0;
-	if (!rc && pt_flat_keyed_get(stat, "file", &s->file))
-		s->file = 0;
+	/* memory.stat's file counts shmem too. */
+	if (!rc && !pt_flat_keyed_get(stat, "file", &s->file_cache))
+		s->file_cache = s->file_cache > s->shmem ? s->file_cache - s->shmem : 0;
+	else
+		s->file_cache = 0;
 	free(stat);
 	if (rc)
 		return rc;

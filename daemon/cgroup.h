@@ -19,7 +19,7 @@ struct pt_cgroup_sample {
 	uint64_t swap_current;		/* memory.swap.current, bytes (0 if absent) */
 	uint64_t swapcached;		/* memory.stat swapcached: in swap and still in memory */
 	uint64_t shmem;			/* memory.stat shmem: shared memory, tmpfs, SysV shm */
-	uint64_t file;			/* memory.stat file: page cache (shmem included) */
+	uint64_t file_cache;		/* memory.stat file - shmem: the files' page cache */
 };
 
 /*

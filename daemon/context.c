@@ -669,8 +669,7 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate)
 		return NULL;
 	ctx->anon_at_idle = ctx->sample.anon;
 	ctx->shmem_at_idle = ctx->sample.shmem;
-	ctx->file_at_idle = ctx->sample.file > ctx->sample.shmem ?
-			    ctx->sample.file - ctx->sample.shmem : 0;
+	ctx->file_at_idle = ctx->sample.file_cache;
 	ctx->keep_bytes = 0;
 	/*
 	 * What it touched while quiet (timers, housekeeping) stays: paging it out would only

@@ -499,8 +499,7 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 			(unsigned long long)(ctx->sample.memory_current >> 20),
 			(unsigned long long)(ctx->sample.anon >> 20),
 			(unsigned long long)(ctx->sample.shmem >> 20),
-			(unsigned long long)((ctx->sample.file > ctx->sample.shmem ?
-					      ctx->sample.file - ctx->sample.shmem : 0) >> 20));
+			(unsigned long long)(ctx->sample.file_cache >> 20));
 		if (m->preload)
 			preload_idle(m, ctx, now);
 		/* Issued below, or as soon as an action in flight (a scan) is done. */
