@@ -357,16 +357,13 @@ static int join_cgroup(const char *cgdir, int depth)
 #define PT_QUEUED_BATCH 8
 
 static int64_t advise_in_pieces(const struct pt_proc_ranges *pr, int advice, uint64_t piece,
-				const struct pt_backing_queue *queue)
+				const struct pt_backing_queue *queue, struct pt_fault_watch *watch)
 {
 	struct pt_range batch[PT_IOV_BATCH];
 	struct pt_proc_ranges one = { .pid = pr->pid, .start = pr->start, .cgroup = pr->cgroup,
 				      .pidfd = pr->pidfd, .r = batch, .cap = PT_IOV_BATCH };
 	int max = queue && queue->n ? PT_QUEUED_BATCH : PT_IOV_BATCH;
-	struct pt_fault_watch watch;
 	int64_t done = 0, got;
-
-	pt_fault_watch_open(&watch, queue && queue->n ? queue->cgdir : NULL);
 
 	for (int i = 0; i < pr->n; i++)
 		for (uint64_t off = 0; off < pr->r[i].len; off += piece) {
@@ -374,17 +371,14 @@ static int64_t advise_in_pieces(const struct pt_proc_ranges *pr, int advice, uin
 			batch[one.n].len = pr->r[i].len - off < piece ? pr->r[i].len - off : piece;
 			if (++one.n < max)
 				continue;
-			pt_backing_queue_wait(queue, &watch);
+			pt_backing_queue_wait(queue, watch);
 			got = pt_proc_advise(&one, advice);
-			if (got == -ESRCH) {
-				pt_fault_watch_close(&watch);
+			if (got == -ESRCH)
 				return done ? done : got;
-			}
 			done += got > 0 ? got : 0;
 			one.n = 0;
 		}
-	pt_backing_queue_wait(queue, &watch);
-	pt_fault_watch_close(&watch);
+	pt_backing_queue_wait(queue, watch);
 	got = pt_proc_advise(&one, advice);
 	return got > 0 ? done + got : (done ? done : got);
 }
@@ -417,16 +411,18 @@ int pt_advise_child_start(struct pt_advise_child *c, const char *cgdir,
 		 * opendir() in join_cgroup() allocates, but only when the cgroup takes no
 		 * process, and glibc's malloc is fork-safe (it resets its locks in the child).
 		 */
+		struct pt_fault_watch watch;
 		int64_t sum = 0;
 		int rc;
 
 		/* Below the levels pt_proc_advise() logs at: no stdio in this child. */
 		pt_log_set_level(PT_LOG_WARN);
 		rc = join_cgroup(cgdir, 0);
+		pt_fault_watch_open(&watch, queue && queue->n ? queue->cgdir : NULL);
 		if (rc == 0)
 			for (int i = 0; i < n; i++) {
 				int64_t got = advise_in_pieces(&set[i], advice, PT_FILE_PIECE,
-							       queue);
+							       queue, &watch);
 
 				if (got > 0)
 					sum += got;
@@ -492,41 +488,15 @@ static void pace(uint64_t t0, uint64_t sent, uint64_t rate)
 	}
 }
 
-int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64_t rate)
-{
-	uint64_t t0 = mono_ns(), sent = 0;
-	int64_t done = 0;
-
-	if (!rate)
-		return pt_proc_advise(pr, advice);
-	for (int i = 0; i < pr->n; i++) {
-		for (uint64_t off = 0; off < pr->r[i].len; off += PT_PACE_PIECE) {
-			struct pt_range piece = {
-				.start = pr->r[i].start + off,
-				.len = pr->r[i].len - off < PT_PACE_PIECE ? pr->r[i].len - off :
-									       PT_PACE_PIECE,
-			};
-			struct pt_proc_ranges one = { .pid = pr->pid, .start = pr->start,
-						      .cgroup = pr->cgroup, .pidfd = pr->pidfd,
-						      .n = 1, .cap = 1, .r = &piece };
-			int64_t got = pt_proc_advise(&one, advice);
-
-			if (got == -ESRCH)
-				return done ? done : got;
-			if (got > 0)
-				done += got;
-			sent += piece.len;
-			pace(t0, sent, rate);
-		}
-	}
-	return done;
-}
-
-/* One thread's share of pt_proc_advise_shared(): pieces k, k + stride, k + 2 stride... */
+/*
+ * One thread's share of a set advised in pieces: pieces k, k + stride, k + 2 stride... of
+ * @piece bytes (pt_proc_advise_shared(); pt_proc_advise_paced() is one share of all).
+ */
 struct advise_share {
 	const struct pt_proc_ranges *set;
 	int n, advice;
 	unsigned int k, stride;
+	uint64_t piece;
 	uint64_t rate;		/* bytes per second for this share; 0: no limit */
 	const struct pt_backing_queue *queue;	/* waited on before each piece, or NULL */
 	uint64_t waited_ms;
@@ -547,11 +517,11 @@ static void *advise_share_run(void *arg)
 		bool gone = false;
 
 		for (int j = 0; j < pr->n && !gone; j++) {
-			for (uint64_t off = 0; off < pr->r[j].len && !gone; off += PT_SHARE_PIECE) {
+			for (uint64_t off = 0; off < pr->r[j].len && !gone; off += sh->piece) {
 				struct pt_range piece = {
 					.start = pr->r[j].start + off,
-					.len = pr->r[j].len - off < PT_SHARE_PIECE ?
-					       pr->r[j].len - off : PT_SHARE_PIECE,
+					.len = pr->r[j].len - off < sh->piece ?
+					       pr->r[j].len - off : sh->piece,
 				};
 				struct pt_proc_ranges one = { .pid = pr->pid, .start = pr->start,
 							      .cgroup = pr->cgroup, .pidfd = pr->pidfd,
@@ -591,8 +561,8 @@ int64_t pt_proc_advise_shared(const struct pt_proc_ranges *set, int n, int advic
 		threads = 8;
 	for (unsigned int k = 0; k < threads; k++)
 		sh[k] = (struct advise_share){ .set = set, .n = n, .advice = advice, .k = k,
-					       .stride = threads, .rate = rate / threads,
-					       .queue = queue };
+					       .stride = threads, .piece = PT_SHARE_PIECE,
+					       .rate = rate / threads, .queue = queue };
 	/* The caller's thread takes share 0, and the share of a helper that could not start. */
 	for (unsigned int k = 1; k < threads; k++)
 		started[k] = !pthread_create(&tid[k], NULL, advise_share_run, &sh[k]);
@@ -611,4 +581,15 @@ int64_t pt_proc_advise_shared(const struct pt_proc_ranges *set, int n, int advic
 			*waited_ms += sh[k].waited_ms;
 	alive |= sh[0].any_alive || !n;
 	return done || alive ? done : -ESRCH;
+}
+
+int64_t pt_proc_advise_paced(const struct pt_proc_ranges *pr, int advice, uint64_t rate)
+{
+	struct advise_share sh = { .set = pr, .n = 1, .advice = advice, .stride = 1,
+				   .piece = PT_PACE_PIECE, .rate = rate };
+
+	if (!rate)
+		return pt_proc_advise(pr, advice);
+	advise_share_run(&sh);
+	return sh.done || sh.any_alive ? sh.done : -ESRCH;
 }

@@ -110,13 +110,18 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static unsigned int limit_until(uint64_t now_ms, uint64_t until_ms)
+{
+	return now_ms < until_ms ? PT_PREFETCH_QUEUED_FAULTING : PT_PREFETCH_QUEUED_STREAMING;
+}
+
 unsigned int pt_prefetch_queue_limit(uint64_t majflt, uint64_t now_ms, uint64_t *last,
 				     uint64_t *until_ms)
 {
 	if (*last && majflt > *last)
 		*until_ms = now_ms + PT_FAULTING_HOLD_MS;
 	*last = majflt;
-	return now_ms < *until_ms ? PT_PREFETCH_QUEUED_FAULTING : PT_PREFETCH_QUEUED_STREAMING;
+	return limit_until(now_ms, *until_ms);
 }
 
 void pt_fault_watch_open(struct pt_fault_watch *w, const char *cgdir)
@@ -148,7 +153,7 @@ static unsigned int watch_limit(struct pt_fault_watch *w, uint64_t now)
 	if (!w || w->fd < 0)
 		return PT_PREFETCH_QUEUED_FAULTING;
 	if (w->checked_ms && now - w->checked_ms < PT_FAULT_CHECK_MS)
-		return now < w->until_ms ? PT_PREFETCH_QUEUED_FAULTING : PT_PREFETCH_QUEUED_STREAMING;
+		return limit_until(now, w->until_ms);
 	w->checked_ms = now;
 	len = pread(w->fd, buf + 1, sizeof(buf) - 2, 0);
 	if (len <= 0)

@@ -313,12 +313,6 @@ static void run_offload(struct pt_job *job)
 }
 
 /*
- * Worker thread: bring the wake set back. In the order the application is likely to touch
- * it: its mapped files (code first of all) and the hottest chunks of its memory at once,
- * from two devices: the files' (readahead from a child in the container's cgroup, which the
- * page cache it reads is charged to) and the tier's.
- */
-/*
  * Swap-in threads of a prefetch: a CPU left to the application that is waking (its own
  * faults and its first requests come first), at most 4 (the drive, not the CPUs, is the
  * limit beyond that on real hardware).
@@ -330,6 +324,12 @@ static unsigned int prefetch_threads(void)
 	return n < 1 ? 1 : n > 4 ? 4 : (unsigned int)n;
 }
 
+/*
+ * Worker thread: bring the wake set back. In the order the application is likely to touch
+ * it: its mapped files (code first of all) and the hottest chunks of its memory at once,
+ * from two devices: the files' (readahead from a child in the container's cgroup, which the
+ * page cache it reads is charged to) and the tier's.
+ */
 static void run_prefetch(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
