@@ -30,8 +30,6 @@ if [ "${SMOKE:-0}" = 1 ]; then
 	export CRIT_MB=${CRIT_MB:-32} NOISE_MB=${NOISE_MB:-16} RATE=${RATE:-20}
 	out=${DENSITY_OUT:-$PT_TOP/build/bench/density-smoke}
 fi
-# The cloud-disk profile of bench/tier: 3,000 IOPS and 125 MB/s on the swap drive.
-cloud_throttle=${THROTTLE:-throttling.iops-total=3000,throttling.bps-total=125000000}
 
 kernels=()
 for k in ${KERNELS:-6.12}; do
@@ -59,14 +57,11 @@ for r in "${runs[@]}"; do
 	eta=""
 	[ $i -gt 1 ] && eta=", about $(( (now - t0) / (i - 1) * (${#runs[@]} - i + 1) / 60 )) min left"
 	echo "== density [$i/${#runs[@]}]: $c, $p, $kv (elapsed $(( (now - t0) / 60 )) min$eta)"
-	envs="PROFILE=$p "
-	for v in "${pass[@]}"; do
-		[ -n "${!v:-}" ] && envs+="$v='${!v}' "
-	done
+	envs="PROFILE=$p $(pt_env_assignments "${pass[@]}")"
 	load=true
 	[ "$c" = pagetier ] && load="insmod build/kmod/$kv/pagetier.ko"
 	PT_DRIVE_OPTS=$base_drive_opts
-	[ "$p" = cloud ] && PT_DRIVE_OPTS+=",$cloud_throttle"
+	[ "$p" = cloud ] && PT_DRIVE_OPTS+=",$PT_CLOUD_THROTTLE"
 	name=$kv-$p-$c
 	# A second drive for the containers' files (nginx's), as a host's root disk beside its
 	# dedicated swap drive; pt_vm_run recreates its output directory, so the image lives

@@ -71,10 +71,7 @@ echo "== scale: host calibration $(cat "$cal")"
 
 pass=(NS SHARES MEASURE_S PROBES PROBE_ROUNDS IDLE_S PERIOD_S BURST_MS SLEEPER_KB WAKER_KB
       SETTLE_MAX_S MAX_S KB_PER_CT)
-envs="HOST_CAL='$cal' "
-for v in "${pass[@]}"; do
-	[ -n "${!v:-}" ] && envs+="$v='${!v}' "
-done
+envs="HOST_CAL='$cal' $(pt_env_assignments "${pass[@]}")"
 rc=0 i=0 t0=$(date +%s)
 set -- $scanners
 for sc in "$@"; do

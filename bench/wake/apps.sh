@@ -8,8 +8,6 @@
 set -u
 . "$(dirname "$0")/../../tests/vm/lib.sh"
 out=${WAKE_OUT:-$PT_TOP/build/bench/wake-apps}
-# The cloud-disk profile of bench/tier and bench/density: 3,000 IOPS and 125 MB/s.
-cloud_throttle=${THROTTLE:-throttling.iops-total=3000,throttling.bps-total=125000000}
 pass=(WORKLOADS MODES RATE WINDOW_S REDIS_ITEMS PYWEB_ITEMS)
 base=$PT_DRIVE_OPTS
 mkdir -p "$out"
@@ -18,12 +16,9 @@ for k in ${KERNELS:-6.12 6.1}; do
 	kv=$(grep -m1 "^$k" "$PT_TOP/build/kernels.txt") || pt_die "no kernel $k in build/kernels.txt"
 	for p in ${PROFILES:-unthrottled cloud}; do
 		echo "== wake apps: $p, $kv"
-		envs="PROFILE=$p "
-		for v in "${pass[@]}"; do
-			[ -n "${!v:-}" ] && envs+="$v='${!v}' "
-		done
+		envs="PROFILE=$p $(pt_env_assignments "${pass[@]}")"
 		PT_DRIVE_OPTS=$base
-		[ "$p" = cloud ] && PT_DRIVE_OPTS+=",$cloud_throttle"
+		[ "$p" = cloud ] && PT_DRIVE_OPTS+=",$PT_CLOUD_THROTTLE"
 		PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-3000} pt_vm_run "$kv" "$out/$kv-$p" \
 			"insmod build/kmod/$kv/pagetier.ko && $envs python3 bench/wake/apps.py 2>&1 | tee \$PT_OUT/result.txt" |
 			grep --line-buffered -E '^# |Traceback|Error|error:|Bail' || true

@@ -80,6 +80,21 @@ pt_qemu_pids() {
 	pgrep -f -- "$re"
 }
 
+# pt_env_assignments VAR...: "VAR='value' " for each VAR set and not empty, to put before
+# a guest command (how the benchmarks hand their knobs to the guest).
+pt_env_assignments() {
+	local v out=""
+
+	for v in "$@"; do
+		[ -n "${!v:-}" ] && out+="$v='${!v}' "
+	done
+	printf '%s' "$out"
+}
+
+# The cloud-disk profile of the benchmarks' drive: 3,000 IOPS and 125 MB/s (QEMU -drive
+# throttling options; THROTTLE overrides).
+PT_CLOUD_THROTTLE=${THROTTLE:-throttling.iops-total=3000,throttling.bps-total=125000000}
+
 # pt_vm_run KERNEL_VERSION OUT_DIR GUEST_COMMAND [EXTRA_QEMU_OPTS]
 # Runs GUEST_COMMAND in the guest with $PT_OUT=OUT_DIR; the console goes to
 # OUT_DIR/console.log and to stdout. Returns vng's exit status, 124 if the guest outlived
