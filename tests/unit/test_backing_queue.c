@@ -30,6 +30,25 @@ static void link_dev(const char *d, const char *name, const char *path)
 	assert_int_equal(symlink(to, from), 0);
 }
 
+/* A fake sysfs under @d: its block/ and class/ directories, into @blk and @cls. */
+static void fake_sysfs(const char *d, char *blk, char *cls)
+{
+	snprintf(blk, PATH_MAX, "%s/block", d);
+	snprintf(cls, PATH_MAX, "%s/class", d);
+	fx_write(d, "class/.keep", "");
+}
+
+/* Tier @id backed by /dev/@name, whose sysfs directory is devices/@path. */
+static void fake_tier(const char *d, unsigned int id, const char *name, const char *path)
+{
+	char rel[PATH_MAX], dev[PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "block/pagetier%u/backing_dev", id);
+	snprintf(dev, sizeof(dev), "/dev/%s\n", name);
+	fx_write(d, rel, dev);
+	link_dev(d, name, path);
+}
+
 static void test_parse_inflight(void **state)
 {
 	uint64_t r = 7;
@@ -56,15 +75,14 @@ static void test_queue_of_the_tiers(void **state)
 	double t0;
 
 	(void)state;
-	snprintf(blk, sizeof(blk), "%s/block", d);
-	snprintf(cls, sizeof(cls), "%s/class", d);
+	fake_sysfs(d, blk, cls);
 	/*
 	 * As sysfs has them: class/NAME links to the device's directory, a partition's below
 	 * its disk's. Tiers 0 and 4 share the drive nvme0n1 (two partitions): counted once.
 	 */
-	fx_write(d, "block/pagetier0/backing_dev", "/dev/nvme0n1p2\n");
-	fx_write(d, "block/pagetier4/backing_dev", "/dev/nvme0n1p3\n");
-	fx_write(d, "block/pagetier1/backing_dev", "/dev/nvme1n1\n");
+	fake_tier(d, 0, "nvme0n1p2", "nvme0n1/nvme0n1p2");
+	fake_tier(d, 4, "nvme0n1p3", "nvme0n1/nvme0n1p3");
+	fake_tier(d, 1, "nvme1n1", "nvme1n1");
 	fx_write(d, "block/pagetier2/backing_dev", "/dev/sdz\n");
 	fx_write(d, "block/pagetier3/size", "0\n");
 	fx_write(d, "block/nvme0n1/size", "0\n");
@@ -73,10 +91,6 @@ static void test_queue_of_the_tiers(void **state)
 	fx_write(d, "devices/nvme0n1/nvme0n1p2/inflight", "       1        0\n");
 	fx_write(d, "devices/nvme0n1/nvme0n1p3/partition", "3\n");
 	fx_write(d, "devices/nvme1n1/inflight", "       9        0\n");
-	fx_write(d, "class/.keep", "");
-	link_dev(d, "nvme0n1p2", "nvme0n1/nvme0n1p2");
-	link_dev(d, "nvme0n1p3", "nvme0n1/nvme0n1p3");
-	link_dev(d, "nvme1n1", "nvme1n1");
 	assert_int_equal(pt_backing_queue_open(&q, blk, cls), 2);
 	assert_int_equal(pt_backing_queue_reads(&q), 21);
 	/* 21 > PT_PREFETCH_QUEUED_FAULTING (no watch: the low limit): the wait is bounded. */
@@ -120,13 +134,10 @@ static void test_fault_watch(void **state)
 	struct timespec ts = { .tv_nsec = 20 * 1000000L };
 
 	(void)state;
-	snprintf(blk, sizeof(blk), "%s/block", d);
-	snprintf(cls, sizeof(cls), "%s/class", d);
+	fake_sysfs(d, blk, cls);
 	snprintf(cg, sizeof(cg), "%s/cg", d);
-	fx_write(d, "block/pagetier0/backing_dev", "/dev/vdb\n");
 	fx_write(d, "devices/vdb/inflight", "       3        0\n");
-	fx_write(d, "class/.keep", "");
-	link_dev(d, "vdb", "vdb");
+	fake_tier(d, 0, "vdb", "vdb");
 	fx_write(d, "cg/memory.stat", "anon 4096\npgfault 10\npgmajfault 5\nthp_fault_alloc 0\n");
 	assert_int_equal(pt_backing_queue_open(&q, blk, cls), 1);
 	pt_fault_watch_open(&w, cg);
