@@ -732,7 +732,7 @@ static uint64_t set_bytes(const struct pt_proc_ranges *set, int n)
 bool pt_context_wake_from_model(const struct pt_context *ctx)
 {
 	return ctx->hot_ok && ctx->hot.n_wake_set &&
-	       ctx->busy_scans_since_wake >= PT_WAKE_RECENT_EPOCHS;
+	       ctx->busy_scans >= PT_WAKE_RECENT_EPOCHS;
 }
 
 struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int kmod_fd)
@@ -776,7 +776,6 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 	a->n_files = ctx->n_file_set;
 	ctx->file_set = NULL;
 	ctx->n_file_set = 0;
-	ctx->busy_scans_since_wake = 0;
 	a->kmod_fd = kmod_fd;
 	a->budget = set_bytes(a->set, a->n_set);
 	/* Never more than the container has on the tiers (when known). */
@@ -900,7 +899,7 @@ static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 	if (ctx->idle.last_active_ms >= ctx->last_epoch_ms ||
 	    ctx->idle.last_cpu_busy_ms >= ctx->last_epoch_ms) {
 		ctx->busy_epoch = pt_hot_now(&ctx->hot) - 1;
-		ctx->busy_scans_since_wake++;
+		ctx->busy_scans++;
 	}
 	ctx->last_epoch_ms = now;
 	/*

@@ -661,9 +661,9 @@ static void test_wake_set_needs_busy_scans(void **state)
 	memset(&c, 0, sizeof(c));
 	c.hot_ok = true;
 	c.hot.n_wake_set = 3;
-	c.busy_scans_since_wake = 1;
+	c.busy_scans = 1;
 	assert_false(pt_context_wake_from_model(&c));
-	c.busy_scans_since_wake = PT_WAKE_RECENT_EPOCHS;
+	c.busy_scans = PT_WAKE_RECENT_EPOCHS;
 	assert_true(pt_context_wake_from_model(&c));
 	c.hot.n_wake_set = 0;
 	assert_false(pt_context_wake_from_model(&c));
