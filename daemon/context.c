@@ -33,9 +33,17 @@ uint64_t pt_now_ms(void)
 
 /* Model size: enough chunks for 256 GiB of 64 KiB chunks, allocated as it grows. */
 #define PT_HOT_MAX_CHUNKS (1U << 22)
-/* Cold offload: passes, and the wait between them, to drop the swap cache it left. */
-#define PT_COLD_DROP_PASSES 10
+/*
+ * Dropping swap cache (swapcache_drop.h): the wait after a step that freed nothing (write-back
+ * in flight), and the steps of the cold offload's drop, an idle trim's and an active one's:
+ * an active container's step is smallest, as a step that writes costs its size.
+ */
 #define PT_COLD_DROP_WAIT_MS 100
+#define PT_COLD_DROP_STEP (8ULL << 20)
+#define PT_TRIM_IDLE_STEP (4ULL << 20)
+#define PT_TRIM_ACTIVE_STEP (2ULL << 20)
+/* An idle trim that wrote: the next one waits this long. */
+#define PT_TRIM_IDLE_HOLD_MS 30000
 /* Prefetch quality is measured over this long after a wake. */
 #define PT_QUALITY_WINDOW_MS 10000
 
@@ -464,42 +472,58 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
 	return a;
 }
 
-/*
- * What MADV_PAGEOUT wrote but left in the swap cache (the write completed after the advice
- * returned: plain swap on a block device; a pagetier tier completes it at once), dropped
- * with memory.reclaim of no more than that: the kernel put those pages, written back and
- * unmapped, at the tail of the LRU, so they go first. At most @max_bytes. Returns the bytes
- * it dropped.
- */
-static uint64_t drop_swapcache(const char *dir, uint64_t before, uint64_t max_bytes)
+/* memory.swap.current, or UINT64_MAX without swap accounting (no write check then). */
+static uint64_t swap_current(const char *dir)
 {
-	uint64_t freed = 0;
+	uint64_t v;
 
-	for (int pass = 0; pass < PT_COLD_DROP_PASSES && freed < max_bytes; pass++) {
-		uint64_t sc, cur0, cur1 = 0, want;
+	return pt_cgroup_read_u64(dir, "memory.swap.current", &v) ? UINT64_MAX : v;
+}
+
+/*
+ * Drops the cgroup's swap cache down to @target bytes with memory.reclaim, @step at a time
+ * and @max_reclaim in all at most, and stops at the first step that wrote
+ * (swapcache_drop.h). What MADV_PAGEOUT wrote but left in the swap cache (the write
+ * completed after the advice returned: plain swap on a block device) is at the tail of the
+ * LRU, written back and unmapped, and goes first. Returns the bytes freed; @why: why it
+ * stopped.
+ */
+static uint64_t drop_swapcache(const char *dir, uint64_t target, uint64_t max_reclaim,
+			       uint64_t step, enum pt_drop_stop *why)
+{
+	struct pt_drop d;
+
+	pt_drop_init(&d, target, max_reclaim, step, swap_current(dir));
+	for (;;) {
+		uint64_t sc, want, cur0, cur1;
 		char amount[32];
 		int rc;
 
-		if (pt_cgroup_read_key(dir, "memory.stat", "swapcached", &sc) || sc <= before ||
-		    sc - before < (1ULL << 20))
-			break;
-		want = sc - before < max_bytes - freed ? sc - before : max_bytes - freed;
-		if (pt_cgroup_read_u64(dir, "memory.current", &cur0))
+		if (pt_cgroup_read_key(dir, "memory.stat", "swapcached", &sc) ||
+		    !(want = pt_drop_next(&d, sc, swap_current(dir))) ||
+		    pt_cgroup_read_u64(dir, "memory.current", &cur0))
 			break;
 		snprintf(amount, sizeof(amount), "%llu", (unsigned long long)want);
-		/* -EAGAIN: less than asked, pages still under write-back; the next pass. */
+		/* -EAGAIN: less than asked, pages still under write-back. */
 		rc = pt_cgroup_write(dir, "memory.reclaim", amount);
-		if (!pt_cgroup_read_u64(dir, "memory.current", &cur1) && cur1 < cur0)
-			freed += cur0 - cur1;
-		pt_debug("%s: swap cache drop pass %d: swapcached %llu KiB, reclaim %llu KiB: %s, memory.current %llu -> %llu KiB",
-			 dir, pass, (unsigned long long)(sc >> 10), (unsigned long long)(want >> 10),
+		if (pt_cgroup_read_u64(dir, "memory.current", &cur1))
+			cur1 = cur0;
+		pt_drop_stepped(&d, want, cur0, cur1);
+		pt_debug("%s: swap cache drop step %d: swapcached %llu KiB, reclaim %llu KiB: %s, memory.current %llu -> %llu KiB",
+			 dir, d.steps, (unsigned long long)(sc >> 10), (unsigned long long)(want >> 10),
 			 rc ? strerror(-rc) : "done", (unsigned long long)(cur0 >> 10),
 			 (unsigned long long)(cur1 >> 10));
-		struct timespec ts = { .tv_nsec = PT_COLD_DROP_WAIT_MS * 1000000L };
+		if (cur1 >= cur0) {
+			/* Nothing freed: write-back still in flight. Give it a moment. */
+			struct timespec ts = { .tv_nsec = PT_COLD_DROP_WAIT_MS * 1000000L };
 
-		nanosleep(&ts, NULL);
+			nanosleep(&ts, NULL);
+		}
 	}
-	return freed;
+	if (d.why == PT_DROP_GOING)
+		d.why = PT_DROP_STUCK;	/* a file it could not read */
+	*why = d.why;
+	return d.freed;
 }
 
 /* Worker thread: page out the cold chunks' ranges, and free what that left behind. */
@@ -518,7 +542,8 @@ static void run_cold(struct pt_job *job)
 			a->bytes += got;
 	}
 	if (sc_before != UINT64_MAX && a->bytes > 0)
-		a->freed = drop_swapcache(a->dir, sc_before, (uint64_t)a->bytes);
+		a->freed = drop_swapcache(a->dir, sc_before, (uint64_t)a->bytes,
+					  PT_COLD_DROP_STEP, &a->drop_stop);
 	a->ms = pt_now_ms() - t0;
 }
 
@@ -554,19 +579,29 @@ struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval
 	return pt_context_cold_ids(ctx, ids, (size_t)n);
 }
 
-/* Worker thread: drop up to a->budget bytes of the swap cache. */
+/*
+ * Worker thread: drop a->budget bytes of the swap cache, stopping at the first step that
+ * writes. Idle, it may take other clean memory along (a container's files' page cache goes
+ * at idle anyway); active, no more than the budget.
+ */
 static void run_trim(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
-	uint64_t t0 = pt_now_ms();
+	uint64_t t0 = pt_now_ms(), sc;
 
-	a->freed = drop_swapcache(a->dir, 0, a->budget);
+	a->rc = pt_cgroup_read_key(a->dir, "memory.stat", "swapcached", &sc);
+	if (a->rc)
+		return;
+	a->freed = drop_swapcache(a->dir, sc > a->budget ? sc - a->budget : 0,
+				  a->trim_active ? a->budget + PT_DROP_CLOSE : 2 * a->budget,
+				  a->trim_active ? PT_TRIM_ACTIVE_STEP : PT_TRIM_IDLE_STEP,
+				  &a->drop_stop);
 	a->ms = pt_now_ms() - t0;
 }
 
 /*
- * Swap cache nobody maps while it is idle: pages its timers' faults read ahead, or a
- * prefetch it never touched. They are on the tier already, so they go at no write cost.
+ * Swap cache nobody maps: pages its timers' faults read ahead while it is idle, a prefetch
+ * it never touched. They are on the tier already, so they go at no write cost.
  * memory.stat's anon counts mapped anonymous pages only, so swapcached - anon is a lower
  * bound on the unmapped part: trimming no more than that never takes a mapped page's worth.
  */
@@ -598,28 +633,42 @@ void pt_context_trim_looked(struct pt_context *ctx, uint64_t now, bool trimmed)
 	ctx->last_trim_ms = now;
 }
 
-struct pt_action *pt_context_trim(struct pt_context *ctx)
+struct pt_action *pt_context_trim(struct pt_context *ctx, uint64_t now)
 {
-	uint64_t bytes;
+	uint64_t bytes, stray = stray_swapcache(ctx);
+	bool active = false;
 	struct pt_action *a;
 
-	if (!ctx->hot_ok || ctx->busy)
+	if (!ctx->hot_ok || ctx->busy || now < ctx->trim_held_until_ms)
 		return NULL;
 	if (ctx->idle.state == PT_STATE_IDLE && ctx->n_offloads) {
-		bytes = stray_swapcache(ctx);
+		bytes = stray;
 		if (bytes < PT_IDLE_STRAY_SWAPCACHE)
 			return NULL;
-	} else if (ctx->idle.state == PT_STATE_ACTIVE && ctx->hot.unused_prefetched) {
+	} else if (ctx->idle.state == PT_STATE_ACTIVE) {
 		bytes = ctx->hot.unused_prefetched << ctx->hot.chunk_shift;
 		ctx->hot.unused_prefetched = 0;
-		if (ctx->sample.swapcached < (1ULL << 20))
+		/*
+		 * Its last wake's window over and still holding swap cache nobody maps: a
+		 * prefetch of the whole offload set (the model had not seen it work yet) that it
+		 * did not use, which the model does not count as its own. On the tier already:
+		 * it goes. A drop that writes (the reclaim reached memory in use) holds this
+		 * back until the next wake.
+		 */
+		if (ctx->n_wakes && now >= ctx->idle.woke_at_ms + PT_QUALITY_WINDOW_MS &&
+		    stray >= PT_IDLE_STRAY_SWAPCACHE && stray > bytes)
+			bytes = stray;
+		if (!bytes || ctx->sample.swapcached < (1ULL << 20))
 			return NULL;
+		active = true;
 	} else {
 		return NULL;
 	}
 	a = new_action(ctx, PT_JOB_TRIM);
-	if (a)
+	if (a) {
 		a->budget = bytes < ctx->sample.swapcached ? bytes : ctx->sample.swapcached;
+		a->trim_active = active;
+	}
 	return a;
 }
 
@@ -671,6 +720,7 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate)
 	ctx->shmem_at_idle = ctx->sample.shmem;
 	ctx->file_at_idle = ctx->sample.file_cache;
 	ctx->keep_bytes = 0;
+	ctx->trim_held_until_ms = 0;
 	/*
 	 * What it touched while quiet (timers, housekeeping) stays: paging it out would only
 	 * fault it back in at the next tick, and a trickle of such faults is all it would
@@ -745,6 +795,7 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 	}
 	ctx->n_wakes++;
 	ctx->settle_passes = 0;
+	ctx->trim_held_until_ms = 0;
 	if (!ctx->policy.prefetch || (!ctx->n_wake_set && !ctx->n_file_set)) {
 		ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
 		pt_idle_wake_done(&ctx->idle);
@@ -953,8 +1004,19 @@ static void apply_cold(struct pt_context *ctx, struct pt_action *a)
 static void apply_trim(struct pt_context *ctx, struct pt_action *a)
 {
 	ctx->prefetch_dropped += a->freed;
-	pt_info("%s: dropped %llu MiB of prefetched memory it did not use (%llu ms)",
-		ctx->policy.name, (unsigned long long)(a->freed >> 20), (unsigned long long)a->ms);
+	/*
+	 * It wrote: what is left in the swap cache is in use (or the reclaim reached memory
+	 * that is). Active, no more trims until the next wake; idle, none for a while.
+	 */
+	if (a->drop_stop == PT_DROP_WROTE) {
+		ctx->trims_wrote++;
+		ctx->trim_held_until_ms = a->trim_active ? UINT64_MAX :
+					  pt_now_ms() + PT_TRIM_IDLE_HOLD_MS;
+	}
+	pt_info("%s: %s: dropped %llu MiB of swap cache nobody mapped, of %llu MiB asked (%s, %llu ms)",
+		ctx->policy.name, a->trim_active ? "active" : "idle",
+		(unsigned long long)(a->freed >> 20), (unsigned long long)(a->budget >> 20),
+		pt_drop_stop_name(a->drop_stop), (unsigned long long)a->ms);
 }
 
 void pt_context_apply(struct pt_context *ctx, struct pt_action *a)

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "hotness.h"
 #include "idle.h"
+#include "swapcache_drop.h"
 #include "worker.h"
 
 enum pt_job_kind { PT_JOB_OFFLOAD, PT_JOB_PREFETCH, PT_JOB_SETTLE, PT_JOB_SCAN, PT_JOB_COLD,
@@ -46,7 +47,9 @@ struct pt_action {
 	int n_keep;
 	/* results */
 	int64_t bytes;			/* advised (offload, prefetch) or reclaimed (settle) */
-	uint64_t freed;			/* cold offload: swap cache it dropped after the advice */
+	uint64_t freed;			/* cold offload, trim: swap cache it dropped */
+	enum pt_drop_stop drop_stop;	/* cold offload, trim: why the drop stopped */
+	bool trim_active;		/* trim: of an active context (smaller steps) */
 	uint64_t queue_wait_ms;		/* prefetch: waits for the backing devices' queue */
 	int n_procs;
 	int rc;
@@ -138,6 +141,8 @@ struct pt_context {
 	bool cold_more;
 	uint64_t last_cold_ms;
 	uint64_t last_trim_ms;		/* idle: the last look for stray swap cache */
+	uint64_t trim_held_until_ms;	/* no trim before then: the last one wrote */
+	uint64_t trims_wrote;		/* trims stopped because their reclaim wrote */
 	uint64_t idle_low_current;	/* idle: lowest memory.current since the last trim look */
 	bool memory_signal;		/* scans tell pages apart: idle.h's memory rule applies */
 	uint64_t last_epoch_ms;		/* when the latest scan was applied */
@@ -243,15 +248,18 @@ struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval
 				  uint64_t max_bytes);
 /*
  * Swap cache that nobody maps, where MADV_PAGEOUT cannot reach it, dropped with
- * memory.reclaim of that much (unmapped, written-back pages are the coldest it has):
+ * memory.reclaim in steps that stop at the first one that writes (swapcache_drop.h):
  * - active: what the last wake's prefetch brought back and was not used within the
- *   measuring window;
+ *   measuring window: the model's unused chunks, or, once the window is over, all the
+ *   swap cache beyond what is mapped (a wake before the model saw the container work
+ *   restores the whole offload set);
  * - idle, after its offload: what its timers' faults read ahead around the pages they
  *   touched, when that exceeds PT_IDLE_STRAY_SWAPCACHE (swapcached - anon, a lower bound).
- * NULL when there is nothing to drop.
+ * A trim that wrote holds the next back: until the next wake (active), or for a while
+ * (idle). NULL when there is nothing to drop.
  */
 #define PT_IDLE_STRAY_SWAPCACHE	(2ULL << 20)
-struct pt_action *pt_context_trim(struct pt_context *ctx);
+struct pt_action *pt_context_trim(struct pt_context *ctx, uint64_t now);
 /*
  * Whether an idle @ctx is due a look for stray swap cache (with a fresh memory.stat): once
  * per @interval_ms, or at once when memory.current (read every tick) has grown by

@@ -240,7 +240,7 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 	pt_context_apply(ctx, a);
 	if (ctx && kind == PT_JOB_SCAN && !ctx->wake_pending) {
 		/* Unused prefetch first: it is the cheapest memory to give back. */
-		struct pt_action *trim = pt_context_trim(ctx);
+		struct pt_action *trim = pt_context_trim(ctx, pt_now_ms());
 
 		if (trim)
 			submit(m, trim);
@@ -526,7 +526,7 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 			/* A burst between two full samples: read swapcached now. */
 			if (ctx->last_full_sample_ms != now)
 				sample_ctx(m, ctx, now, true);
-			a = pt_context_trim(ctx);
+			a = pt_context_trim(ctx, now);
 			if (ctx->sample.swapcached)
 				pt_debug("%s: idle: %llu KiB in the swap cache, %llu KiB of mapped anonymous memory: %s",
 					 ctx->policy.name,

@@ -123,7 +123,7 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			",\"file_at_idle_bytes\":%" PRIu64 ",\"offloads\":%" PRIu64
 			",\"offload_requested_bytes\":%" PRIu64 ",\"wakes\":%" PRIu64
 			",\"prefetch_requested_bytes\":%" PRIu64 ",\"prefetch_file_bytes\":%" PRIu64
-			",\"prefetch_dropped_bytes\":%" PRIu64
+			",\"prefetch_dropped_bytes\":%" PRIu64 ",\"trims_wrote\":%" PRIu64
 			",\"tier_prefetch_bytes\":%" PRIu64
 			",\"last_wake_ms\":%" PRIu64
 			",\"reclaimed_bytes\":%" PRIu64 ",\"preload_records\":%" PRIu64
@@ -140,7 +140,7 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			pt_idle_cause_name(c->idle.cause), c->n_idle, c->idle.idle_since_ms,
 			c->anon_at_idle, c->shmem_at_idle, c->file_at_idle, c->n_offloads,
 			c->offload_requested, c->n_wakes, c->prefetch_requested,
-			c->prefetch_file_requested, c->prefetch_dropped,
+			c->prefetch_file_requested, c->prefetch_dropped, c->trims_wrote,
 			c->tier_prefetch_planned, c->last_wake_ms,
 			c->reclaimed, c->preload_records, c->bpf_events[1], c->bpf_events[2],
 			c->bpf_events[3], c->bpf_events[4], c->tier_reads, c->scans, c->hot.refaults,

@@ -650,6 +650,57 @@ static void test_idle_trims_stray_swapcache(void **state)
 }
 
 /*
+ * The swap cache an active container holds beyond what it maps, once its wake's window is
+ * over, goes (a wake before the model saw it work restores the whole offload set); a trim
+ * that wrote holds the next back: an active one until the next wake, an idle one for a
+ * while.
+ */
+static void test_trim_holds_after_a_write(void **state)
+{
+	struct pt_context c;
+	struct pt_action *a;
+	uint64_t t = 1000000;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	snprintf(c.policy.name, sizeof(c.policy.name), "redis");
+	c.hot_ok = true;
+	c.hot.chunk_shift = 16;
+	c.idle.state = PT_STATE_ACTIVE;
+	c.n_wakes = 1;
+	c.idle.woke_at_ms = t;
+	c.sample.anon = 8ULL << 20;
+	c.sample.swapcached = 53ULL << 20;
+	/* Within the window: the prefetch may still be used. */
+	assert_null(pt_context_trim(&c, t + 5000));
+	a = pt_context_trim(&c, t + 11000);
+	assert_non_null(a);
+	assert_true(a->trim_active);
+	assert_int_equal(a->budget, 45ULL << 20);
+	a->drop_stop = PT_DROP_WROTE;	/* the reclaim reached memory in use */
+	pt_context_apply(&c, a);
+	assert_int_equal(c.trims_wrote, 1);
+	assert_null(pt_context_trim(&c, t + 60000));
+	assert_null(pt_context_trim(&c, t + 3600000));
+	/* Idle: the next look may trim again (its offload reset the hold). */
+	c.idle.state = PT_STATE_IDLE;
+	c.n_offloads = 1;
+	c.trim_held_until_ms = 0;
+	a = pt_context_trim(&c, t + 3600000);
+	assert_non_null(a);
+	assert_false(a->trim_active);
+	a->drop_stop = PT_DROP_WROTE;
+	pt_context_apply(&c, a);
+	assert_null(pt_context_trim(&c, pt_now_ms() + 1000));
+	assert_non_null(a = pt_context_trim(&c, pt_now_ms() + 31000));
+	a->drop_stop = PT_DROP_DONE;
+	c.trim_held_until_ms = 0;
+	pt_context_apply(&c, a);
+	assert_int_equal(c.trims_wrote, 2);
+	assert_int_equal(c.trim_held_until_ms, 0);
+}
+
+/*
  * A wake brings back the model's wake set only once the model saw the container work;
  * a daemon started beside an idle container restores all it offloaded at the first wake.
  */
@@ -808,6 +859,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_trims_stray_swapcache, setup, teardown),
+		cmocka_unit_test(test_trim_holds_after_a_write),
 		cmocka_unit_test(test_wake_set_needs_busy_scans),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_protocol, setup, teardown),

@@ -27,6 +27,9 @@ step_limit() {
 	esac
 }
 
+# PT_ONLY="real_servers tier_test": only these steps (a developer's run; make test runs all).
+wanted() { [ -z "${PT_ONLY:-}" ] || [[ " $PT_ONLY " == *" $1 "* ]]; }
+
 ko=$top/build/kmod/$kv/pagetier.ko
 if ! insmod "$ko" 2>"$out/insmod.err"; then
 	echo "Bail out! insmod $ko failed: $(cat "$out/insmod.err")" | tee "$out/module.tap"
@@ -38,6 +41,7 @@ fi
 # Every kselftest binary, each in its own TAP file (they clean up after themselves).
 for t in "$top"/build/kselftest/*_test; do
 	name=$(basename "$t")
+	wanted "$name" || continue
 	pt_step "kselftest: $name" "$(step_limit "$name")" "$out/kselftest-$name.tap" \
 		env PAGETIER_TEST_BACKING=/dev/nvme0n1 "$t" || rc=1
 done
@@ -46,6 +50,7 @@ done
 for e2e in idle_wake:e2e hotness:e2e-hotness packet_wake:e2e-packet-wake \
 	preload_apps:e2e-preload-apps real_servers:e2e-real-servers wake_kinds:e2e-wake-kinds; do
 	name=${e2e%%:*}
+	wanted "$name" || continue
 	pt_step "e2e: $name" "$(step_limit "$name")" "$out/${e2e#*:}.tap" \
 		python3 "$top/tests/e2e/$name.py" || rc=1
 done

@@ -4,6 +4,7 @@
 # that does not boot or a module that does not load fails the run, with the reason.
 #
 #   tests/vm/run-suite.sh KERNEL_VERSION...
+#   PT_ONLY="real_servers ...": only these kselftests and e2e scenarios (while developing)
 set -u
 . "$(dirname "$0")/lib.sh"
 [ $# -gt 0 ] || pt_die "no kernels given (make deps records them in build/kernels.txt)"
@@ -14,7 +15,7 @@ for kv in "$@"; do
 	out=$PT_TOP/build/vm/$kv
 	echo "==== VM suite on Linux $kv (QEMU TCG, emulated NVMe) ===="
 	start=$(date +%s)
-	pt_vm_run "$kv" "$out" "tests/vm/guest-suite.sh"
+	pt_vm_run "$kv" "$out" "${PT_ONLY:+PT_ONLY='$PT_ONLY' }tests/vm/guest-suite.sh"
 	vrc=$?
 	p=0 f=0 s=0
 	for tap in "$out"/*.tap; do

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Dropping a cgroup's swap cache with memory.reclaim, without writing. Pure: the steps and
+ * when to stop; the reads and writes of the cgroup's files are context.c's.
+ *
+ * Pages in the swap cache that nobody maps (what a timer's fault read ahead, a prefetch the
+ * application did not use, what MADV_PAGEOUT wrote and left behind) are on swap already:
+ * they go at no write cost. But memory.reclaim takes what the LRU offers, not the swap cache
+ * alone, and in an active container the LRU also offers mapped memory that has not been
+ * touched for a while, or shared memory whose pages gave up their swap slots when they came
+ * back: reclaiming those writes them again, and what the application then touches comes back
+ * from the drive (real_servers: PostgreSQL under a light load had 12 MiB written in 50 s by
+ * a reclaim sized from memory.stat alone). So the drop goes in steps, and each step is
+ * judged by memory.swap.current: reclaim of a page already on swap allocates nothing, a
+ * write allocates a slot. A step after which the cgroup holds more swap than before wrote:
+ * what remains in the swap cache is not stray, and the drop stops there. A step costs at
+ * most its size in writes.
+ */
+#ifndef PAGETIER_SWAPCACHE_DROP_H
+#define PAGETIER_SWAPCACHE_DROP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Swap allocated during one step beyond this counts as written (one cluster's readahead). */
+#define PT_DROP_WRITE_SLACK	(128ULL << 10)
+/* Swap cache this close to the target is dropped. */
+#define PT_DROP_CLOSE		(1ULL << 20)
+/* Steps at most, and steps in a row that free nothing (under write-back) before giving up. */
+#define PT_DROP_MAX_STEPS	64
+#define PT_DROP_MAX_STUCK	10
+
+enum pt_drop_stop {
+	PT_DROP_GOING,		/* ask pt_drop_next() again */
+	PT_DROP_DONE,		/* the swap cache is down to the target */
+	PT_DROP_WROTE,		/* a step wrote: the rest of the swap cache is in use */
+	PT_DROP_BUDGET,		/* as much asked of memory.reclaim as allowed */
+	PT_DROP_STUCK,		/* steps free nothing (write-back not done, or unreclaimable) */
+	PT_DROP_STEPS,		/* PT_DROP_MAX_STEPS */
+};
+
+struct pt_drop {
+	uint64_t target;	/* swapcached at or below this (+ PT_DROP_CLOSE): done */
+	uint64_t max_reclaim;	/* bytes asked of memory.reclaim in all, at most */
+	uint64_t step;		/* bytes asked per step, at most */
+	uint64_t asked;		/* bytes asked so far */
+	uint64_t freed;		/* memory.current's drop over the steps */
+	uint64_t last_swap;	/* memory.swap.current before the step in flight */
+	bool swap_known;	/* memory.swap.current exists (swap accounting) */
+	int steps, stuck;
+	enum pt_drop_stop why;
+};
+
+/*
+ * Starts a drop of the swap cache down to @target bytes, asking memory.reclaim for at most
+ * @max_reclaim bytes in all, @step at a time. @swap_current: memory.swap.current now,
+ * UINT64_MAX when the cgroup has none (the write check is then off).
+ */
+void pt_drop_init(struct pt_drop *d, uint64_t target, uint64_t max_reclaim, uint64_t step,
+		  uint64_t swap_current);
+/*
+ * With the cgroup's swapcached and memory.swap.current now (after the previous step, if
+ * any), the bytes to ask memory.reclaim for next; 0 when the drop is over (d->why says why).
+ */
+uint64_t pt_drop_next(struct pt_drop *d, uint64_t swapcached, uint64_t swap_current);
+/* The step asked @asked bytes and memory.current went from @before to @after. */
+void pt_drop_stepped(struct pt_drop *d, uint64_t asked, uint64_t before, uint64_t after);
+const char *pt_drop_stop_name(enum pt_drop_stop why);
+
+#endif
