@@ -35,7 +35,7 @@ UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/te
 MAN_SRC        := $(wildcard docs/man/*.scd)
 MAN_PAGES      := $(foreach s,$(MAN_SRC),$(B)/man/man$(subst .,,$(suffix $(basename $(s))))/$(notdir $(basename $(s))))
 
-.PHONY: all deps kmod daemon tools kselftest bpf libpreload man test unit unit-packaging host-test vm-test faults demo lint install fuzz clean help bench-density density-smoke bench-scale bench-scale-micro scale-smoke
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload man test unit unit-packaging host-test vm-test faults demo lint install install-dkms fuzz clean help bench-density density-smoke bench-scale bench-scale-micro scale-smoke
 all: kmod bpf libpreload daemon tools kselftest man
 
 help:
@@ -200,10 +200,12 @@ faults: all
 
 # Host checks that need root and the running kernel: the BPF programs load, attach and
 # filter by cgroup on the host's kernel too; real programs (python3, sqlite3, redis) give
-# the same output under libpagetier.so, with and without a preload server.
-host-test: bpf libpreload
+# the same output under libpagetier.so, with and without a preload server; the DKMS
+# package builds for every target kernel (in a temporary dkms tree, nothing loaded).
+host-test: bpf libpreload $(B)/kernels.txt
 	@rc=0; tests/preload/bpf_host.sh $(CURDIR)/$(B) || rc=1; \
 	 echo "== libpagetier.so on the host: real programs"; \
+	 echo "== tests/packaging/dkms_build.sh"; tests/packaging/dkms_build.sh $(CURDIR)/$(B) || rc=1; \
 	 PT_STRICT=1 tests/preload/run.sh $(CURDIR)/$(B) || rc=1; exit $$rc
 
 test: deps
@@ -216,9 +218,18 @@ demo: deps
 	@tests/vm/demo.sh $(lastword $(KERNELS))
 
 # Installs the userspace and the configuration examples (never over an existing config).
-# The module is installed with DKMS (packaging/dkms.conf) for the kernels of the host.
+# The module is installed with DKMS (packaging/dkms.conf) for the kernels of the host:
+# install-dkms puts its source in /usr/src/pagetier-VERSION; then, on the host,
+# dkms add/build/install -m pagetier -v VERSION (tests/packaging/dkms_build.sh builds it).
 DESTDIR ?=
-install: daemon libpreload man
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' packaging/dkms.conf)
+DKMS_DIR      = $(DESTDIR)/usr/src/pagetier-$(DKMS_VERSION)
+install-dkms:
+	install -D -m 0644 packaging/dkms.conf $(DKMS_DIR)/dkms.conf
+	install -D -m 0644 -t $(DKMS_DIR)/kmod kmod/Kbuild kmod/Makefile $(wildcard kmod/*.c kmod/*.h)
+	install -D -m 0644 -t $(DKMS_DIR)/kmod/uapi kmod/uapi/pagetier.h
+
+install: daemon libpreload man install-dkms
 	install -D -m 0755 $(B)/bin/pagetierd $(DESTDIR)/usr/sbin/pagetierd
 	install -D -m 0755 $(B)/bin/pagetierctl $(DESTDIR)/usr/sbin/pagetierctl
 	install -D -m 0644 $(B)/lib/libpagetier.so $(DESTDIR)/usr/lib/pagetier/libpagetier.so

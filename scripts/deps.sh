@@ -29,6 +29,8 @@ PKGS=(
 	python3-matplotlib
 	# the man pages (scdoc); systemd-analyze verify of the unit and its man: links
 	scdoc man-db systemd
+	# the DKMS package built for both kernels in make test (tests/packaging/dkms_build.sh)
+	dkms
 )
 
 newest_kernel() { # $1 = regex over package names; prints the highest version
