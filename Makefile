@@ -204,8 +204,8 @@ faults: all
 # package builds for every target kernel (in a temporary dkms tree, nothing loaded).
 host-test: bpf libpreload $(B)/kernels.txt
 	@rc=0; tests/preload/bpf_host.sh $(CURDIR)/$(B) || rc=1; \
-	 echo "== libpagetier.so on the host: real programs"; \
 	 echo "== tests/packaging/dkms_build.sh"; tests/packaging/dkms_build.sh $(CURDIR)/$(B) || rc=1; \
+	 echo "== libpagetier.so on the host: real programs"; \
 	 PT_STRICT=1 tests/preload/run.sh $(CURDIR)/$(B) || rc=1; exit $$rc
 
 test: deps
