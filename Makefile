@@ -18,7 +18,8 @@ CC         ?= cc
 KERNELS    ?= $(shell cat $(B)/kernels.txt 2>/dev/null)
 WARN       := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation
 CFLAGS     ?= -O2 -g
-USER_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ikmod/uapi -Idaemon $(CFLAGS)
+# include/pagetier: the ABIs userspace shares (daemon, libpreload, bpf, tests).
+USER_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Ikmod/uapi -Idaemon $(CFLAGS)
 SAN        := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 # Every daemon source but the two programs' mains, the BPF loader (which needs the
@@ -26,7 +27,7 @@ SAN        := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 # twice: plain and sanitized for unit tests.
 DAEMON_MAIN_SRC := daemon/pagetierd.c daemon/pagetierctl.c daemon/bpf_loader.c daemon/metrics_http.c
 DAEMON_LIB_SRC  := $(filter-out $(DAEMON_MAIN_SRC),$(wildcard daemon/*.c))
-DAEMON_HDR      := $(wildcard daemon/*.h) kmod/uapi/pagetier.h
+DAEMON_HDR      := $(wildcard daemon/*.h include/pagetier/*.h) kmod/uapi/pagetier.h
 LIBPTD          := $(B)/obj/libptd.a
 LIBPTD_SAN      := $(B)/obj-san/libptd.a
 USER_LIBS       := -linih -lpthread
@@ -79,7 +80,7 @@ $(LIBPTD_SAN): $(patsubst daemon/%.c,$(B)/obj-san/%.o,$(DAEMON_LIB_SRC))
 # pagetierd embeds the BPF programs as a libbpf skeleton.
 $(B)/bin/pagetierd: daemon/pagetierd.c daemon/bpf_loader.c daemon/metrics_http.c $(B)/bpf/pagetier.skel.h $(LIBPTD) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@"
-	@$(CC) $(USER_CFLAGS) -Ibpf -I$(B)/bpf -o $@ daemon/pagetierd.c daemon/bpf_loader.c \
+	@$(CC) $(USER_CFLAGS) -I$(B)/bpf -o $@ daemon/pagetierd.c daemon/bpf_loader.c \
 		daemon/metrics_http.c $(LIBPTD) -lbpf -lelf -lz -lmicrohttpd $(USER_LIBS)
 
 $(B)/bin/pagetierctl: daemon/pagetierctl.c $(LIBPTD) $(DAEMON_HDR)
@@ -89,7 +90,7 @@ $(B)/bin/pagetierctl: daemon/pagetierctl.c $(LIBPTD) $(DAEMON_HDR)
 # --- BPF programs (CO-RE object + skeleton) and the preload library ---------------------
 bpf: $(B)/bpf/pagetier.skel.h
 
-$(B)/bpf/pagetier.skel.h: bpf/pagetier.bpf.c bpf/pagetier_events.h bpf/vmlinux.h bpf/Makefile
+$(B)/bpf/pagetier.skel.h: bpf/pagetier.bpf.c include/pagetier/bpf_events.h bpf/vmlinux.h bpf/Makefile
 	@$(MAKE) -s -C bpf O=$(CURDIR)/$(B)/bpf
 
 libpreload:

@@ -25,7 +25,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 
-#include "pagetier_events.h"
+#include "pagetier/bpf_events.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

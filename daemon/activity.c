@@ -4,12 +4,8 @@
 #include <linux/types.h>
 
 #include "pagetier.h"
-#include "preload_proto.h"
-
-/* Values of enum pt_bpf_event_type (bpf/pagetier_events.h), which the BPF side owns. */
-#define BPF_EV_FAULT	1
-#define BPF_EV_SWAPIN	2
-#define BPF_EV_NET	4
+#include "pagetier/bpf_events.h"
+#include "pagetier/preload_proto.h"
 
 static uint64_t pages_of(uint64_t bytes)
 {
@@ -19,11 +15,11 @@ static uint64_t pages_of(uint64_t bytes)
 struct pt_signal pt_signal_bpf(uint32_t type, uint32_t flags)
 {
 	switch (type) {
-	case BPF_EV_NET:
+	case PT_BPF_EV_NET:
 		return (struct pt_signal){ .kind = PT_SIG_PACKET };
-	case BPF_EV_SWAPIN:
+	case PT_BPF_EV_SWAPIN:
 		return (struct pt_signal){ .kind = PT_SIG_REFAULT, .pages = 1 };
-	case BPF_EV_FAULT:
+	case PT_BPF_EV_FAULT:
 		/*
 		 * One sampled event stands for 2^flags faults, but most faults are no refault
 		 * (first touches of new memory, code a timer faults back in after the idle

@@ -24,7 +24,7 @@
 
 struct pagetier_event;
 
-/* The library reports one small allocation per 2^18 units on average (preload_proto.h). */
+/* The library reports one small allocation per 2^18 units on average (pagetier/preload_proto.h). */
 #define PT_PRELOAD_SAMPLE_BYTES (1ULL << 18)
 
 enum pt_signal_kind { PT_SIG_NONE, PT_SIG_PACKET, PT_SIG_REFAULT };
@@ -34,7 +34,7 @@ struct pt_signal {
 	uint64_t pages;		/* PT_SIG_REFAULT: how many pages it stands for */
 };
 
-/* A BPF event of enum pt_bpf_event_type @type with its @flags (bpf/pagetier_events.h). */
+/* A BPF event of enum pt_bpf_event_type @type with its @flags (pagetier/bpf_events.h). */
 struct pt_signal pt_signal_bpf(uint32_t type, uint32_t flags);
 /* A record of a tier's event ring. */
 struct pt_signal pt_signal_tier(const struct pagetier_event *e);

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pagetier_events.h"	/* from bpf/: build with -Ibpf */
+#include "pagetier/bpf_events.h"
 
 struct pt_bpf;
 

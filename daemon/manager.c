@@ -9,16 +9,16 @@
 #include "cgroup.h"
 #include "grow.h"
 #include "log.h"
+#include "pagetier/bpf_events.h"
 #include "victims.h"
 
-/* Values of enum pt_bpf_event_type (bpf/pagetier_events.h), for the sources' names. */
-static const char *const bpf_source[] = {
-	[1] = "page faults (bpf)",
-	[2] = "swap-ins (bpf)",
-	[3] = "task wakeups (bpf)",
-	[4] = "ingress packet (bpf)",
+/* The sources' names in the log, by enum pt_bpf_event_type. */
+static const char *const bpf_source[PT_BPF_EV_MAX] = {
+	[PT_BPF_EV_FAULT] = "page faults (bpf)",
+	[PT_BPF_EV_SWAPIN] = "swap-ins (bpf)",
+	[PT_BPF_EV_WAKEUP] = "task wakeups (bpf)",
+	[PT_BPF_EV_NET] = "ingress packet (bpf)",
 };
-#define BPF_SOURCES (sizeof(bpf_source) / sizeof(bpf_source[0]))
 
 /* How long the offload at idle waits for the preloaded processes' malloc_trim. */
 #define PT_TRIM_WAIT_MS 500
@@ -268,7 +268,7 @@ void pt_manager_bpf_event(struct pt_manager *m, uint64_t cgroup_id, uint32_t typ
 {
 	struct pt_context *ctx = pt_manager_find(m, cgroup_id);
 
-	if (!ctx || type >= BPF_SOURCES || !bpf_source[type]) {
+	if (!ctx || type >= PT_BPF_EV_MAX || !bpf_source[type]) {
 		/* The kernel-side filter lets through opted-in cgroups only. */
 		m->bpf_unmatched++;
 		return;

@@ -22,15 +22,15 @@
 #include <stdio.h>
 
 #include "manager.h"
+#include "pagetier/bpf_events.h"
 #include "preload_server.h"
 
 /*
- * BPF event types, as bpf/pagetier_events.h numbers them (PT_BPF_EV_FAULT = 1 ...
- * PT_BPF_EV_NET = 4; pagetierd.c checks PT_BPF_EV_MAX against this), and the per-type
- * counters of enum pt_bpf_stat (seen, emitted, limited).
+ * BPF event types (enum pt_bpf_event_type, 0 unused) and the per-type counters of enum
+ * pt_bpf_stat (seen, emitted, limited), as the BPF programs number them.
  */
-#define PT_METRICS_BPF_TYPES	5
-#define PT_METRICS_BPF_STATS	3
+#define PT_METRICS_BPF_TYPES	PT_BPF_EV_MAX
+#define PT_METRICS_BPF_STATS	PT_BPF_STAT_NR
 
 #define PT_TIER_NAME_MAX	32
 

@@ -50,10 +50,6 @@
 #define PT_BACKGROUND_THREADS 2
 #define PT_BACKGROUND_NICE 19
 
-/* metrics.h numbers the BPF event types and counters as bpf/pagetier_events.h does. */
-_Static_assert(PT_METRICS_BPF_TYPES == PT_BPF_EV_MAX, "BPF event types");
-_Static_assert(PT_METRICS_BPF_STATS == PT_BPF_STAT_NR, "BPF event counters");
-
 struct pt_daemon {
 	struct pt_manager m;
 	const char *config_dir;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The daemon's side of libpagetier.so (protocol: preload_proto.h).
+ * The daemon's side of libpagetier.so (protocol: include/pagetier/preload_proto.h).
  *
  * preload_decode.c (pure, no I/O): validates what a peer wrote in its ring. Everything in
  * the ring is untrusted and may change while we read it, so each record is copied once and
@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "preload_proto.h"
+#include "pagetier/preload_proto.h"
 
 /* --- decoder (preload_decode.c) --------------------------------------------------------- */
 

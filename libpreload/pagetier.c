@@ -2,7 +2,8 @@
 /*
  * libpagetier.so: loaded with LD_PRELOAD into the processes of opted-in containers. Wraps the
  * malloc family and mmap/munmap/mremap and tells pagetierd, through a shared-memory ring, which
- * regions are allocated and freed and when the process is active (protocol: preload_proto.h).
+ * regions are allocated and freed and when the process is active (protocol:
+ * include/pagetier/preload_proto.h).
  *
  * Rules, because this code runs inside someone else's program:
  *  - never fail or change the result of a call: every wrapper calls the real function and
@@ -63,7 +64,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "preload_proto.h"
+#include "pagetier/preload_proto.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define likely(x) __builtin_expect(!!(x), 1)

@@ -117,9 +117,9 @@ def preload_env(runtime, **extra):
 
 def ring_state(pid):
     """The ring(s) libpagetier.so registered in process @pid, read from /proc/PID/mem
-    (struct pt_preload_hdr and pt_preload_ctl of daemon/preload_proto.h). The ctl page is the
-    daemon's: trim_seq/idle_seq are requests the daemon sent; trim_done/trims are what the
-    library did with them. None if the process has no ring."""
+    (struct pt_preload_hdr and pt_preload_ctl of include/pagetier/preload_proto.h). The ctl
+    page is the daemon's: trim_seq/idle_seq are requests the daemon sent; trim_done/trims
+    are what the library did with them. None if the process has no ring."""
     rings = []
     try:
         with open(f"/proc/{pid}/maps") as f:

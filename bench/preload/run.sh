@@ -42,7 +42,7 @@ mkdir -p "$B/preload"
 $CC -pthread -o "$B/preload/malloc_bench" bench/preload/malloc_bench.c
 $CC -o "$B/preload/cputime" bench/preload/cputime.c
 $CC -fPIC -shared -o "$B/preload/bare_interposer.so" bench/preload/bare_interposer.c
-$CC -Idaemon -Ikmod/uapi -o "$B/preload/pt_testd" tests/preload/testd.c \
+$CC -Iinclude -Idaemon -Ikmod/uapi -o "$B/preload/pt_testd" tests/preload/testd.c \
 	daemon/preload_server.c daemon/preload_decode.c daemon/preload_maps.c daemon/log.c
 "$B/preload/pt_testd" --sock "$TMP/d.sock" --report "$TMP/report" 2>/dev/null &
 TESTD_PID=$!

@@ -20,7 +20,7 @@ static void check_range(uint64_t addr, uint64_t len)
 		abort();
 }
 
-/* What the decoder accepts must follow the record format of preload_proto.h. */
+/* What the decoder accepts must follow the record format of pagetier/preload_proto.h. */
 static int check_event(const struct pt_preload_event *ev, void *arg)
 {
 	(void)arg;

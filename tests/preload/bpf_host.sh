@@ -19,7 +19,7 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$B/preload"
-cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -I"$ROOT/daemon" -I"$ROOT/bpf" \
+cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -I"$ROOT/include" -I"$ROOT/daemon" \
 	-I"$B/bpf" -o "$bin" "$ROOT/tests/preload/bpf_smoke.c" "$ROOT/daemon/bpf_loader.c" \
 	"$ROOT/daemon/log.c" -lbpf -lelf -lz || { echo "bpf_host: cannot build bpf_smoke" >&2; exit 1; }
 

@@ -9,7 +9,7 @@
  *   bpf_smoke [cgroup2-root]     (default: /sys/fs/cgroup/unified if mounted, else /sys/fs/cgroup)
  *
  * Build (from the top of the tree, after make -C bpf O=build/bpf):
- *   cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Idaemon -Ibpf -Ibuild/bpf \
+ *   cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Idaemon -Ibuild/bpf \
  *      -o build/preload/bpf_smoke tests/preload/bpf_smoke.c daemon/bpf_loader.c daemon/log.c \
  *      -lbpf -lelf -lz
  */

@@ -45,7 +45,7 @@ check() { local what=$1; shift; if "$@"; then ok "$what"; else nok "$what"; fi; 
 cd "$ROOT" || exit 1
 make -s -C libpreload O="$B/lib" || { echo "building libpagetier.so failed" >&2; exit 1; }
 mkdir -p "$B/preload"
-cc $CFLAGS_T -Wformat=2 -Wno-format-nonliteral -Idaemon -Ikmod/uapi -o "$TESTD" \
+cc $CFLAGS_T -Wformat=2 -Wno-format-nonliteral -Iinclude -Idaemon -Ikmod/uapi -o "$TESTD" \
 	tests/preload/testd.c daemon/preload_server.c daemon/preload_decode.c \
 	daemon/preload_maps.c daemon/log.c ||
 	{ echo "building pt_testd failed" >&2; exit 1; }

@@ -8,7 +8,7 @@
 
 #include "activity.h"
 #include "pagetier.h"
-#include "preload_proto.h"
+#include "pagetier/preload_proto.h"
 
 static void test_bpf(void **state)
 {
