@@ -64,6 +64,8 @@ void pt_config_defaults(struct pt_config *cfg)
 	cfg->chunk_shift = 16;
 	cfg->offload_rate = 128ULL << 20;
 	cfg->prefetch_rate = 1ULL << 30;
+	/* One drive write per day: what data-centre NVMe drives are rated for at the least. */
+	pt_wear_budget_default(&cfg->write_budget);
 	policy_builtin_defaults(&cfg->defaults);
 	cfg->log_level = PT_LOG_INFO;
 }
@@ -660,6 +662,13 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 			snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", value);
+		} else if (strcmp(name, "write_budget") == 0) {
+			char why[256];
+
+			if (pt_wear_parse_budget(value, &cfg->write_budget, why, sizeof(why))) {
+				add_error(st, "write_budget: %s", why);
+				return 0;
+			}
 		} else if (strcmp(name, "log_level") == 0) {
 			if (pt_log_parse_level(value, &cfg->log_level)) {
 				add_error(st, "log_level must be error, warn, info or debug, got '%s'",
@@ -667,7 +676,7 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 		} else {
-			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, prefetch_rate, free_watermark, metrics_listen, log_level)",
+			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, prefetch_rate, free_watermark, metrics_listen, write_budget, log_level)",
 				  name);
 			return 0;
 		}

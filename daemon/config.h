@@ -15,6 +15,7 @@
  *   free_watermark = 0                    (keep this much available; 0: off)
  *   prefetch_rate = 1G                    (per container and second; 0: no limit)
  *   metrics_listen = 127.0.0.1:9464       (Prometheus /metrics; empty: off)
+ *   write_budget = 1dwpd                  (NVMe wear: 200G/day, 0: off; wear.h)
  *   [defaults]                            resident_floor = 0
  *   (any policy key but match_*)          prefetch = yes
  *                                         offload_cap = 0               (0: no cap)
@@ -35,6 +36,7 @@
 
 #include "idle.h"
 #include "log.h"
+#include "wear.h"
 
 #define PT_NAME_MAX 64
 #define PT_ERRBUF_MAX 4096
@@ -70,6 +72,7 @@ struct pt_config {
 	uint64_t free_watermark;	/* keep MemAvailable above this (0: off) */
 	uint64_t prefetch_rate;		/* bytes/s of wake prefetch per container, 0: no limit */
 	char metrics_listen[PT_LISTEN_MAX];	/* Prometheus metrics, "ADDR:PORT"; "": off */
+	struct pt_wear_budget write_budget;	/* the NVMe drives' (wear.h) */
 	struct pt_policy defaults;	/* [defaults]: keys a container's section leaves out */
 	enum pt_log_level log_level;
 	struct pt_policy *policies;
