@@ -65,6 +65,7 @@
 #include <unistd.h>
 
 #include "pagetier/preload_proto.h"
+#include "pagetier/preload_ring.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -240,15 +241,7 @@ static inline bool resolved(void)
 	return atomic_load_explicit(&resolve_state, memory_order_acquire) == 2;
 }
 
-/* --- the ring --------------------------------------------------------------------------- */
-
-struct ring {
-	struct pt_preload_hdr *hdr;
-	struct pt_preload_ctl *ctl;
-	struct pt_preload_rec *slots;
-	uint32_t mask;
-	uint64_t bytes;
-};
+/* --- the ring (the producer itself: pagetier/preload_ring.h) ---------------------------- */
 
 /*
  * The registered ring. Replaced only when no ring is registered (after fork, or when a
@@ -258,9 +251,16 @@ struct ring {
  * least g_retry_ns after it stopped being the registered ring, long after any thread that
  * had loaded it finished its record. A daemon that restarts thus costs no memory.
  */
-static struct ring ring_storage[2];
+static struct pt_preload_ring ring_storage[2];
 static int g_next_slot;
-static _Atomic(struct ring *) g_ring;
+
+/* The size of @r's mapping (the memfd's), from its slots. */
+static uint64_t ring_bytes(const struct pt_preload_ring *r)
+{
+	return PT_PRELOAD_RING_BYTES(r->mask + 1);
+}
+
+static _Atomic(struct pt_preload_ring *) g_ring;
 static uint64_t g_retry_ns = RETRY_NS;	/* PAGETIER_PRELOAD_RETRY_MS, for tests */
 static int g_sock = -1;			/* the registration connection */
 static dev_t g_sock_dev;
@@ -372,54 +372,9 @@ static uint32_t thread_tid(void)
 	return ts.tid;
 }
 
-/*
- * Claims @n consecutive slots, or none: the ring full means the daemon is behind, and the
- * records are dropped rather than waiting.
- */
-static bool claim(struct ring *r, unsigned int n, uint64_t *pos)
-{
-	uint64_t p = atomic_load_explicit((_Atomic uint64_t *)&r->hdr->reserve,
-					  memory_order_relaxed);
-	uint64_t tail;
-
-	do {
-		tail = atomic_load_explicit((_Atomic uint64_t *)&r->ctl->tail, memory_order_acquire);
-		/* A tail the daemon moved past what we produced is nonsense: treat as empty. */
-		if (tail > p)
-			tail = p;
-		if (p - tail + n > (uint64_t)r->mask + 1) {
-			atomic_fetch_add_explicit((_Atomic uint64_t *)&r->hdr->dropped, n,
-						  memory_order_relaxed);
-			return false;
-		}
-	} while (!atomic_compare_exchange_weak_explicit((_Atomic uint64_t *)&r->hdr->reserve, &p,
-							p + n, memory_order_relaxed,
-							memory_order_relaxed));
-	*pos = p;
-	return true;
-}
-
-static void fill(struct ring *r, uint64_t pos, uint32_t tid, uint16_t type, uint16_t flags,
-		 uint64_t addr, uint64_t len, uint64_t addr2, uint64_t len2)
-{
-	struct pt_preload_rec *s = &r->slots[pos & r->mask];
-
-	s->type = type;
-	s->size = sizeof(*s);
-	s->flags = flags;
-	s->tid = tid;
-	s->reserved = 0;
-	s->addr = addr;
-	s->len = len;
-	s->addr2 = addr2;
-	s->len2 = len2;
-	s->reserved2 = 0;
-	atomic_store_explicit((_Atomic uint64_t *)&s->seq, pos + 1, memory_order_release);
-}
-
 static void flush_batch(void)
 {
-	struct ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
+	struct pt_preload_ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
 	unsigned int n = ts.n;
 	uint32_t tid;
 	uint64_t pos;
@@ -427,12 +382,12 @@ static void flush_batch(void)
 	ts.n = 0;
 	if (!r || !n || n > BATCH)
 		return;
-	if (!claim(r, n, &pos))
+	if (!pt_preload_ring_claim(r, n, &pos))
 		return;
 	tid = thread_tid();
 	for (unsigned int i = 0; i < n; i++)
-		fill(r, pos + i, tid, ts.batch[i].type, ts.batch[i].flags, ts.batch[i].addr,
-		     ts.batch[i].len, ts.batch[i].addr2, 0);
+		pt_preload_ring_put(r, pos + i, tid, ts.batch[i].type, ts.batch[i].flags,
+				    ts.batch[i].addr, ts.batch[i].len, ts.batch[i].addr2, 0);
 }
 
 /* --- the threads' list ------------------------------------------------------------------ */
@@ -532,14 +487,14 @@ static void queue(uint16_t type, uint16_t flags, uint64_t addr, uint64_t len, ui
 static void emit_now(uint16_t type, uint16_t flags, uint64_t addr, uint64_t len,
 		     uint64_t addr2, uint64_t len2)
 {
-	struct ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
+	struct pt_preload_ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
 	uint64_t pos;
 
 	if (!r)
 		return;
 	flush_batch();
-	if (claim(r, 1, &pos))
-		fill(r, pos, thread_tid(), type, flags, addr, len, addr2, len2);
+	if (pt_preload_ring_claim(r, 1, &pos))
+		pt_preload_ring_put(r, pos, thread_tid(), type, flags, addr, len, addr2, len2);
 }
 
 /* --- registration ----------------------------------------------------------------------- */
@@ -591,7 +546,7 @@ static void register_ring(void)
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			      .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
-	struct ring *r;
+	struct pt_preload_ring *r;
 	struct stat st;
 	int sock, mfd = -1, state = ST_NONE;
 	void *mem = MAP_FAILED;
@@ -620,18 +575,9 @@ static void register_ring(void)
 		goto fail;
 	r = &ring_storage[g_next_slot];
 	if (r->hdr)
-		do_munmap(r->hdr, r->bytes);
+		do_munmap(r->hdr, ring_bytes(r));
 	g_next_slot ^= 1;
-	r->hdr = mem;
-	r->ctl = (struct pt_preload_ctl *)((char *)mem + PT_PRELOAD_CTL_OFF);
-	r->slots = (struct pt_preload_rec *)((char *)mem + PT_PRELOAD_DATA_OFF);
-	r->mask = PT_PRELOAD_DEFAULT_SLOTS - 1;
-	r->bytes = hello.ring_bytes;
-	r->hdr->magic = PT_PRELOAD_MAGIC;
-	r->hdr->version = PT_PRELOAD_VERSION;
-	r->hdr->hdr_size = sizeof(struct pt_preload_hdr);
-	r->hdr->slot_size = PT_PRELOAD_SLOT_SIZE;
-	r->hdr->nslots = PT_PRELOAD_DEFAULT_SLOTS;
+	pt_preload_ring_init(r, mem, PT_PRELOAD_DEFAULT_SLOTS);
 	r->hdr->sample_shift = SAMPLE_UNITS_SHIFT;
 	r->hdr->call_units = CALL_UNITS;
 	r->hdr->free_sample_shift = FREE_SAMPLE_SHIFT;
@@ -724,7 +670,7 @@ static void doorbell(void)
  */
 static atomic_uint g_trim_serving;	/* a thread is in serve_trim(); reset in a child */
 
-static bool serve_trim(struct ring *r, uint32_t seq)
+static bool serve_trim(struct pt_preload_ring *r, uint32_t seq)
 {
 	unsigned int idle = 0;
 
@@ -756,12 +702,12 @@ static bool serve_trim(struct ring *r, uint32_t seq)
  */
 static void *req_thread_main(void *arg)
 {
-	struct ring *armed_ring = NULL;
+	struct pt_preload_ring *armed_ring = NULL;
 	uint32_t armed_seq = 0;
 
 	(void)arg;
 	for (;;) {
-		struct ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
+		struct pt_preload_ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
 		struct timespec ts10 = { .tv_sec = 10 };
 		uint32_t word, idle_seq, trim_seq;
 
@@ -838,7 +784,7 @@ static void start_req_thread(void)
 }
 
 /* "Signal your next activity": answered once per request, whichever thread sees it first. */
-static void ack_idle(struct ring *r)
+static void ack_idle(struct pt_preload_ring *r)
 {
 	uint32_t idle_seq = atomic_load_explicit((_Atomic uint32_t *)&r->ctl->idle_seq,
 						 memory_order_acquire);
@@ -858,8 +804,9 @@ static void ack_idle(struct ring *r)
  * not), and a trim there would deadlock on that lock. Their callers answer the wake
  * request (lock-free) and leave a trim to the next allocator call or the request thread.
  */
-static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint64_t seen,
-							   uint64_t req, bool may_trim)
+static __attribute__((noinline, cold)) void serve_requests(struct pt_preload_ring *r,
+							   uint64_t seen, uint64_t req,
+							   bool may_trim)
 {
 	uint_fast64_t expected = seen;
 	uint32_t trim_seq;
@@ -885,7 +832,7 @@ static __attribute__((noinline, cold)) void serve_requests(struct ring *r, uint6
 /* From every slow path: has the daemon asked for something? See serve_requests(). */
 static void check_requests_from(bool may_trim)
 {
-	struct ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
+	struct pt_preload_ring *r = atomic_load_explicit(&g_ring, memory_order_acquire);
 	uint64_t req, seen;
 
 	if (!r)
@@ -906,7 +853,7 @@ static void rotate_free_sample(uint64_t seed);
 static void tick(void)
 {
 	uint64_t now = coarse_ns(), last = atomic_load(&g_last_tick_ns);
-	struct ring *r;
+	struct pt_preload_ring *r;
 	int state;
 
 	atomic_fetch_add_explicit(&g_units, ts.units, memory_order_relaxed);
@@ -1434,7 +1381,7 @@ static void atfork_child(void)
 	/* The parent's rings, the registered one and a retired one: the child is alone. */
 	for (int i = 0; i < 2; i++) {
 		if (ring_storage[i].hdr)
-			do_munmap(ring_storage[i].hdr, ring_storage[i].bytes);
+			do_munmap(ring_storage[i].hdr, ring_bytes(&ring_storage[i]));
 		ring_storage[i].hdr = NULL;
 	}
 	atomic_store(&g_trim_serving, 0);	/* the parent's trimming thread is not here */

@@ -9,17 +9,17 @@
 #include <errno.h>
 #include <cmocka.h>
 
+#include "pagetier/preload_ring.h"
 #include "preload_server.h"
 
 #define NSLOTS 64
 #define RING_BYTES PT_PRELOAD_RING_BYTES(NSLOTS)
 #define SEC 1000000000ULL
 
+/* A ring in memory, written by libpagetier.so's own producer (pagetier/preload_ring.h). */
 struct ring {
 	void *mem;
-	struct pt_preload_hdr *hdr;
-	struct pt_preload_ctl *ctl;
-	struct pt_preload_rec *slots;
+	struct pt_preload_ring p;
 };
 
 static struct ring ring_new(void)
@@ -29,37 +29,27 @@ static struct ring ring_new(void)
 	r.mem = aligned_alloc(4096, RING_BYTES);
 	assert_non_null(r.mem);
 	memset(r.mem, 0, RING_BYTES);
-	r.hdr = r.mem;
-	r.ctl = (void *)((char *)r.mem + PT_PRELOAD_CTL_OFF);
-	r.slots = (void *)((char *)r.mem + PT_PRELOAD_DATA_OFF);
-	r.hdr->magic = PT_PRELOAD_MAGIC;
-	r.hdr->version = PT_PRELOAD_VERSION;
-	r.hdr->hdr_size = sizeof(struct pt_preload_hdr);
-	r.hdr->slot_size = PT_PRELOAD_SLOT_SIZE;
-	r.hdr->nslots = NSLOTS;
-	r.hdr->sample_shift = 6;
-	r.hdr->big_threshold = 65536;
+	pt_preload_ring_init(&r.p, r.mem, NSLOTS);
+	r.p.hdr->sample_shift = 6;
+	r.p.hdr->big_threshold = 65536;
 	return r;
 }
 
-/* What the library does: claim the next position, fill, publish. */
-static uint64_t put(struct ring *r, uint16_t type, uint32_t flags, uint64_t addr, uint64_t len,
+/* What the library does: claim the next position, fill, publish. Returns the position. */
+static uint64_t put(struct ring *r, uint16_t type, uint16_t flags, uint64_t addr, uint64_t len,
 		    uint64_t addr2, uint64_t len2)
 {
-	uint64_t pos = r->hdr->reserve++;
-	struct pt_preload_rec *s = &r->slots[pos % NSLOTS];
+	uint64_t pos;
 
-	memset(s, 0, sizeof(*s));
-	s->type = type;
-	s->size = sizeof(*s);
-	s->flags = flags;
-	s->tid = 42;
-	s->addr = addr;
-	s->len = len;
-	s->addr2 = addr2;
-	s->len2 = len2;
-	s->seq = pos + 1;
+	assert_true(pt_preload_ring_claim(&r->p, 1, &pos));
+	pt_preload_ring_put(&r->p, pos, 42, type, flags, addr, len, addr2, len2);
 	return pos;
+}
+
+/* What the server does after a drain: gives the consumed slots back to the producer. */
+static void give_back(struct ring *r, const struct pt_preload_consumer *c)
+{
+	__atomic_store_n(&r->p.ctl->tail, c->tail, __ATOMIC_RELEASE);
 }
 
 static struct pt_preload_rec rec(uint16_t type, uint32_t flags, uint64_t addr, uint64_t len,
@@ -130,26 +120,26 @@ static void test_header(void **state)
 	uint32_t n = 0;
 
 	(void)state;
-	assert_int_equal(pt_preload_check_header(r.hdr, RING_BYTES, &n), 0);
+	assert_int_equal(pt_preload_check_header(r.p.hdr, RING_BYTES, &n), 0);
 	assert_int_equal(n, NSLOTS);
 	/* The memfd's real size decides, not what the header claims. */
-	assert_int_equal(pt_preload_check_header(r.hdr, RING_BYTES * 2, &n), -EINVAL);
-	r.hdr->nslots = 128;
-	assert_int_equal(pt_preload_check_header(r.hdr, RING_BYTES, &n), -EINVAL);
-	r.hdr->nslots = 65;
-	assert_int_equal(pt_preload_check_header(r.hdr, PT_PRELOAD_RING_BYTES(65), &n), -EINVAL);
-	r.hdr->nslots = NSLOTS;
-	r.hdr->slot_size = 32;
-	assert_int_equal(pt_preload_check_header(r.hdr, RING_BYTES, &n), -EINVAL);
-	r.hdr->slot_size = PT_PRELOAD_SLOT_SIZE;
-	r.hdr->sample_shift = 31;
-	assert_int_equal(pt_preload_check_header(r.hdr, RING_BYTES, &n), -EINVAL);
-	r.hdr->sample_shift = 6;
-	r.hdr->version = 9;
-	assert_int_equal(pt_preload_check_header(r.hdr, RING_BYTES, &n), -EPROTO);
-	r.hdr->version = PT_PRELOAD_VERSION;
-	r.hdr->magic = 0;
-	assert_int_equal(pt_preload_check_header(r.hdr, RING_BYTES, &n), -EPROTO);
+	assert_int_equal(pt_preload_check_header(r.p.hdr, RING_BYTES * 2, &n), -EINVAL);
+	r.p.hdr->nslots = 128;
+	assert_int_equal(pt_preload_check_header(r.p.hdr, RING_BYTES, &n), -EINVAL);
+	r.p.hdr->nslots = 65;
+	assert_int_equal(pt_preload_check_header(r.p.hdr, PT_PRELOAD_RING_BYTES(65), &n), -EINVAL);
+	r.p.hdr->nslots = NSLOTS;
+	r.p.hdr->slot_size = 32;
+	assert_int_equal(pt_preload_check_header(r.p.hdr, RING_BYTES, &n), -EINVAL);
+	r.p.hdr->slot_size = PT_PRELOAD_SLOT_SIZE;
+	r.p.hdr->sample_shift = 31;
+	assert_int_equal(pt_preload_check_header(r.p.hdr, RING_BYTES, &n), -EINVAL);
+	r.p.hdr->sample_shift = 6;
+	r.p.hdr->version = 9;
+	assert_int_equal(pt_preload_check_header(r.p.hdr, RING_BYTES, &n), -EPROTO);
+	r.p.hdr->version = PT_PRELOAD_VERSION;
+	r.p.hdr->magic = 0;
+	assert_int_equal(pt_preload_check_header(r.p.hdr, RING_BYTES, &n), -EPROTO);
 	free(r.mem);
 }
 
@@ -265,6 +255,7 @@ static void test_consume_in_order_and_wrap(void **state)
 			put(&r, PT_PRELOAD_REC_FREE, 0, next + (uint64_t)i * 64, 64, 0, 0);
 		s.n = 0;
 		assert_int_equal(pt_preload_consume(&c, r.mem, SEC, on_event, &s), 40);
+		give_back(&r, &c);
 		assert_int_equal(s.n, 40);
 		for (int i = 0; i < 40; i++)
 			assert_int_equal(s.addrs[i], next + (uint64_t)i * 64);
@@ -290,7 +281,7 @@ static void test_consume_counts_rejects_and_continues(void **state)
 	pt_preload_consumer_init(&c, NSLOTS, 0, &lim);
 	put(&r, PT_PRELOAD_REC_FREE, 0, 0x5000, 64, 0, 0);
 	pos = put(&r, PT_PRELOAD_REC_FREE, 0, 0x6000, 64, 0, 0);
-	r.slots[pos].size = 16;
+	r.p.slots[pos].size = 16;	/* a hostile producer rewrites a published record */
 	put(&r, 77, 0, 0x6000, 64, 0, 0);
 	put(&r, PT_PRELOAD_REC_MUNMAP, 0, 0x6001, 4096, 0, 0);
 	put(&r, PT_PRELOAD_REC_FREE, 0, 0x7000, 64, 0, 0);
@@ -310,6 +301,7 @@ static void test_unpublished_slot_waits_then_is_skipped(void **state)
 	struct pt_preload_limits lim;
 	struct pt_preload_consumer c;
 	struct seen s = { 0 };
+	struct pt_preload_rec *slot;
 	uint64_t pos;
 
 	(void)state;
@@ -317,20 +309,21 @@ static void test_unpublished_slot_waits_then_is_skipped(void **state)
 	lim.stall_drains = 3;
 	pt_preload_consumer_init(&c, NSLOTS, 0, &lim);
 	put(&r, PT_PRELOAD_REC_FREE, 0, 0x5000, 64, 0, 0);
-	pos = put(&r, PT_PRELOAD_REC_FREE, 0, 0x6000, 64, 0, 0);
-	r.slots[pos].seq = 0;	/* claimed, being written */
+	/* Claimed and written, not yet published (a thread between the two, or a dead one). */
+	assert_true(pt_preload_ring_claim(&r.p, 1, &pos));
+	slot = pt_preload_ring_fill(&r.p, pos, 42, PT_PRELOAD_REC_FREE, 0, 0x6000, 64, 0, 0);
 	put(&r, PT_PRELOAD_REC_FREE, 0, 0x7000, 64, 0, 0);
 	assert_int_equal(pt_preload_consume(&c, r.mem, SEC, on_event, &s), 1);
 	assert_int_equal(pt_preload_consume(&c, r.mem, SEC, on_event, &s), 0);
 	/* Published in time: read normally. */
-	r.slots[pos].seq = pos + 1;
+	pt_preload_ring_publish(slot, pos);
 	assert_int_equal(pt_preload_consume(&c, r.mem, SEC, on_event, &s), 2);
 	assert_int_equal(s.n, 3);
 	assert_int_equal(c.rejected[PT_PRELOAD_REJ_STALLED], 0);
 
 	/* Never published: skipped after stall_drains drains. */
-	pos = put(&r, PT_PRELOAD_REC_FREE, 0, 0x8000, 64, 0, 0);
-	r.slots[pos].seq = 0;
+	assert_true(pt_preload_ring_claim(&r.p, 1, &pos));
+	pt_preload_ring_fill(&r.p, pos, 42, PT_PRELOAD_REC_FREE, 0, 0x8000, 64, 0, 0);
 	put(&r, PT_PRELOAD_REC_FREE, 0, 0x9000, 64, 0, 0);
 	assert_int_equal(pt_preload_consume(&c, r.mem, SEC, on_event, &s), 0);
 	assert_int_equal(pt_preload_consume(&c, r.mem, SEC, on_event, &s), 0);
@@ -343,7 +336,7 @@ static void test_unpublished_slot_waits_then_is_skipped(void **state)
 		assert_int_equal(pt_preload_consume(&c, r.mem, SEC, on_event, &s), 0);
 	assert_int_equal(c.rejected[PT_PRELOAD_REJ_STALLED], 1);
 	/* A hostile reserve value far ahead does not make us skip either. */
-	r.hdr->reserve = UINT64_MAX;
+	r.p.hdr->reserve = UINT64_MAX;
 	for (int i = 0; i < 10; i++)
 		assert_int_equal(pt_preload_consume(&c, r.mem, SEC, on_event, &s), 0);
 	assert_int_equal(c.rejected[PT_PRELOAD_REJ_STALLED], 1);
@@ -409,19 +402,24 @@ static void test_fuzzed_ring(void **state)
 	pt_preload_default_limits(&lim);
 	pt_preload_consumer_init(&c, NSLOTS, 0, &lim);
 	for (int round = 0; round < 200; round++) {
-		uint64_t pos = r.hdr->reserve;
-		unsigned char *p = (unsigned char *)&r.slots[pos % NSLOTS];
+		struct pt_preload_rec *slot;
+		unsigned char *p;
+		uint64_t pos;
 		int ret;
 
+		/* The real producer's claim and publication, with garbage in between. */
+		assert_true(pt_preload_ring_claim(&r.p, 1, &pos));
+		slot = &r.p.slots[pos & r.p.mask];
+		p = (unsigned char *)slot;
 		for (size_t i = 0; i < sizeof(struct pt_preload_rec); i++) {
 			x ^= x << 13;
 			x ^= x >> 7;
 			x ^= x << 17;
 			p[i] = (unsigned char)x;
 		}
-		r.slots[pos % NSLOTS].seq = pos + 1;
-		r.hdr->reserve++;
+		pt_preload_ring_publish(slot, pos);
 		ret = pt_preload_consume(&c, r.mem, SEC * (uint64_t)(round + 1), on_event, &s);
+		give_back(&r, &c);
 		assert_int_equal(ret, 1);
 		total += (uint64_t)ret;
 	}

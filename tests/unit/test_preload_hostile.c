@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "pagetier/preload_ring.h"
 #include "preload_maps.h"
 #include "preload_server.h"
 
@@ -199,9 +200,7 @@ static int connect_sock(void)
 struct ring {
 	int fd;
 	void *mem;
-	struct pt_preload_hdr *hdr;
-	struct pt_preload_ctl *ctl;
-	struct pt_preload_rec *slots;
+	struct pt_preload_ring p;	/* libpagetier.so's producer (pagetier/preload_ring.h) */
 };
 
 static struct ring ring_new(uint64_t bytes, bool seal)
@@ -213,20 +212,14 @@ static struct ring ring_new(uint64_t bytes, bool seal)
 	assert_int_equal(ftruncate(r.fd, (off_t)bytes), 0);
 	r.mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r.fd, 0);
 	assert_true(r.mem != MAP_FAILED);
-	r.hdr = r.mem;
-	r.ctl = NULL;
-	r.slots = NULL;
-	if (bytes >= RING_BYTES) {
-		r.ctl = (void *)((char *)r.mem + PT_PRELOAD_CTL_OFF);
-		r.slots = (void *)((char *)r.mem + PT_PRELOAD_DATA_OFF);
+	pt_preload_ring_init(&r.p, r.mem, NSLOTS);
+	if (bytes < RING_BYTES) {
+		/* Too small for a ring (a hostile registration): only the header is there. */
+		r.p.ctl = NULL;
+		r.p.slots = NULL;
 	}
-	r.hdr->magic = PT_PRELOAD_MAGIC;
-	r.hdr->version = PT_PRELOAD_VERSION;
-	r.hdr->hdr_size = sizeof(struct pt_preload_hdr);
-	r.hdr->slot_size = PT_PRELOAD_SLOT_SIZE;
-	r.hdr->nslots = NSLOTS;
-	r.hdr->sample_shift = 10;
-	r.hdr->big_threshold = 65536;
+	r.p.hdr->sample_shift = 10;
+	r.p.hdr->big_threshold = 65536;
 	if (seal)
 		assert_int_equal(fcntl(r.fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
 	return r;
@@ -376,10 +369,10 @@ static void test_ring_fds_that_are_not_a_sealed_memfd(void **state)
 	(void)state;
 	expect_bad_hello("memfd that may shrink (no seals)", &h, sizeof(h), &unsealed.fd, 1);
 	expect_bad_hello("memfd smaller than ring_bytes", &h, sizeof(h), &small.fd, 1);
-	lying.hdr->nslots = NSLOTS * 2;	/* header disagrees with the file */
+	lying.p.hdr->nslots = NSLOTS * 2;	/* header disagrees with the file */
 	expect_bad_hello("header nslots beyond the file", &h, sizeof(h), &lying.fd, 1);
-	lying.hdr->nslots = NSLOTS;
-	lying.hdr->magic = 0;
+	lying.p.hdr->nslots = NSLOTS;
+	lying.p.hdr->magic = 0;
 	expect_bad_hello("header magic wrong", &h, sizeof(h), &lying.fd, 1);
 	/* We could not write the control page: refused, not a crash. */
 	assert_int_equal(fcntl(wseal.fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE), 0);
@@ -414,32 +407,29 @@ static void test_ring_fds_that_are_not_a_sealed_memfd(void **state)
 	assert_int_equal(stats().peers, 0);
 }
 
-/* Publishes one record in @r as the library would. */
-static void put(struct ring *r, uint16_t type, uint16_t size, uint32_t flags, uint32_t tid,
+/*
+ * Publishes one record in @r with the library's producer, claiming to be @size bytes long
+ * (a hostile peer may say anything there).
+ */
+static void put(struct ring *r, uint16_t type, uint16_t size, uint16_t flags, uint32_t tid,
 		uint64_t addr, uint64_t len, uint64_t addr2, uint64_t len2)
 {
-	uint64_t pos = r->hdr->reserve++;
-	struct pt_preload_rec *s = &r->slots[pos % NSLOTS];
+	struct pt_preload_rec *s;
+	uint64_t pos;
 
-	memset(s, 0, sizeof(*s));
-	s->type = type;
+	assert_true(pt_preload_ring_claim(&r->p, 1, &pos));
+	s = pt_preload_ring_fill(&r->p, pos, tid, type, flags, addr, len, addr2, len2);
 	s->size = size;
-	s->flags = flags;
-	s->tid = tid;
-	s->addr = addr;
-	s->len = len;
-	s->addr2 = addr2;
-	s->len2 = len2;
-	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
+	pt_preload_ring_publish(s, pos);
 }
 
 /* Until the server has consumed everything published in @r. */
 static void drain_all(struct ring *r)
 {
-	for (int i = 0; i < 200 && __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE) <
-				   r->hdr->reserve; i++)
+	for (int i = 0; i < 200 && __atomic_load_n(&r->p.ctl->tail, __ATOMIC_ACQUIRE) <
+				   r->p.hdr->reserve; i++)
 		pump(10);
-	assert_int_equal(__atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE), r->hdr->reserve);
+	assert_int_equal(__atomic_load_n(&r->p.ctl->tail, __ATOMIC_ACQUIRE), r->p.hdr->reserve);
 }
 
 static bool got_addr(uint64_t lo, uint64_t hi)
@@ -571,11 +561,11 @@ static void test_claims_on_another_process(void **state)
 	/* A request for the victim does not reach the peer that claimed to be it. */
 	assert_int_equal(pt_preload_server_request_trim(T.s, v), -ENOENT);
 	assert_int_equal(pt_preload_server_arm_wake(T.s, v), -ENOENT);
-	assert_int_equal(__atomic_load_n(&r.ctl->trim_seq, __ATOMIC_ACQUIRE), 0);
-	assert_int_equal(__atomic_load_n(&r.ctl->req_seq, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(__atomic_load_n(&r.p.ctl->trim_seq, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(__atomic_load_n(&r.p.ctl->req_seq, __ATOMIC_ACQUIRE), 0);
 	assert_int_equal(pt_preload_server_request_trim(T.s, getpid()), 0);
-	assert_int_equal(__atomic_load_n(&r.ctl->trim_seq, __ATOMIC_ACQUIRE), 1);
-	assert_int_equal(__atomic_load_n(&r.ctl->req_word, __ATOMIC_ACQUIRE), 1);
+	assert_int_equal(__atomic_load_n(&r.p.ctl->trim_seq, __ATOMIC_ACQUIRE), 1);
+	assert_int_equal(__atomic_load_n(&r.p.ctl->req_word, __ATOMIC_ACQUIRE), 1);
 	close(release);
 	assert_int_equal(waitpid(v, &status, 0), v);
 	close(sock);
@@ -597,7 +587,7 @@ static void test_flood_beyond_rate_limit(void **state)
 	sock = register_ring(&r);
 	/* 1.5 s of a producer that writes whenever there is room: far beyond 2000/s. */
 	while (now_ms() - start < 1500) {
-		while (r.hdr->reserve - __atomic_load_n(&r.ctl->tail, __ATOMIC_ACQUIRE) < NSLOTS) {
+		while (r.p.hdr->reserve - __atomic_load_n(&r.p.ctl->tail, __ATOMIC_ACQUIRE) < NSLOTS) {
 			put(&r, PT_PRELOAD_REC_ALLOC, sz, PT_PRELOAD_F_SAMPLED, 1,
 			    (uintptr_t)mine, 64, 0, 0);
 			produced++;
@@ -963,7 +953,7 @@ static void test_maps_budget_per_cgroup(void **state)
 	sock = register_ring(&r);
 	start = now_ms();
 	while (now_ms() - start < 1500) {
-		while (r.hdr->reserve - __atomic_load_n(&r.ctl->tail, __ATOMIC_ACQUIRE) < NSLOTS)
+		while (r.p.hdr->reserve - __atomic_load_n(&r.p.ctl->tail, __ATOMIC_ACQUIRE) < NSLOTS)
 			put(&r, PT_PRELOAD_REC_MMAP, sz, 0, 1, 0x10000, 4096, 3, 0x22);
 		pump(2);
 	}
