@@ -23,9 +23,10 @@ USER_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Ikmod/uapi -Idaemon $(
 SAN        := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 # Every daemon source but the two programs' mains, the BPF loader (which needs the
-# generated skeleton) and the metrics HTTP server (libmicrohttpd) is library code, archived
-# twice: plain and sanitized for unit tests.
-DAEMON_MAIN_SRC := daemon/pagetierd.c daemon/pagetierctl.c daemon/bpf_loader.c daemon/metrics_http.c
+# generated skeleton), the metrics HTTP server (libmicrohttpd) and the NVMe reader (libnvme)
+# is library code, archived twice: plain and sanitized for unit tests.
+DAEMON_MAIN_SRC := daemon/pagetierd.c daemon/pagetierctl.c daemon/bpf_loader.c daemon/metrics_http.c \
+		   daemon/nvme.c
 DAEMON_LIB_SRC  := $(filter-out $(DAEMON_MAIN_SRC),$(wildcard daemon/*.c))
 DAEMON_HDR      := $(wildcard daemon/*.h include/pagetier/*.h) kmod/uapi/pagetier.h
 LIBPTD          := $(B)/obj/libptd.a
@@ -78,10 +79,11 @@ $(LIBPTD_SAN): $(patsubst daemon/%.c,$(B)/obj-san/%.o,$(DAEMON_LIB_SRC))
 	@rm -f $@; ar rcs $@ $^
 
 # pagetierd embeds the BPF programs as a libbpf skeleton.
-$(B)/bin/pagetierd: daemon/pagetierd.c daemon/bpf_loader.c daemon/metrics_http.c $(B)/bpf/pagetier.skel.h $(LIBPTD) $(DAEMON_HDR)
+$(B)/bin/pagetierd: daemon/pagetierd.c daemon/bpf_loader.c daemon/metrics_http.c daemon/nvme.c $(B)/bpf/pagetier.skel.h $(LIBPTD) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@"
 	@$(CC) $(USER_CFLAGS) -I$(B)/bpf -o $@ daemon/pagetierd.c daemon/bpf_loader.c \
-		daemon/metrics_http.c $(LIBPTD) -lbpf -lelf -lz -lmicrohttpd $(USER_LIBS)
+		daemon/metrics_http.c daemon/nvme.c $(LIBPTD) -lbpf -lelf -lz -lmicrohttpd -lnvme \
+		$(USER_LIBS)
 
 $(B)/bin/pagetierctl: daemon/pagetierctl.c $(LIBPTD) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@"

@@ -246,6 +246,8 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 			submit(m, trim);
 		else if (m->fill_level >= PT_FILL_NO_COLD)
 			m->fill_deferred++;	/* the tiers are nearly full: cold chunks wait */
+		else if (m->wear.level >= PT_WEAR_NO_COLD)
+			m->wear.deferred++;	/* the drives' write budget runs low: likewise */
 		else
 			submit_cold(m, ctx, pt_now_ms());
 	}
@@ -406,7 +408,7 @@ static void keep_watermark(struct pt_manager *m, uint64_t now)
 	int *map, n_src = 0, n;
 
 	if (!m->cfg.free_watermark || now - m->last_watermark_ms < m->cfg.scan_interval_ms ||
-	    m->fill_level >= PT_FILL_FULL)
+	    m->fill_level >= PT_FILL_FULL || m->wear.level >= PT_WEAR_STOP)
 		return;
 	m->last_watermark_ms = now;
 	avail = mem_available(m->meminfo_path);
@@ -508,9 +510,12 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 	if (ctx->idle.state == PT_STATE_IDLE && ctx->offload_pending) {
 		if (m->fill_level >= PT_FILL_FULL) {
 			m->fill_deferred++;	/* held until the tiers have room again */
+		} else if (m->wear.level >= PT_WEAR_STOP) {
+			m->wear.deferred++;	/* held until the drives' budget refills */
 		} else if (!ctx->busy && !trim_pending(m, ctx, now)) {
 			ctx->offload_pending = false;
-			submit(m, pt_context_offload(ctx, m->cfg.offload_rate));
+			submit(m, pt_context_offload(ctx, pt_wear_idle_rate(m->wear.level,
+									  m->cfg.offload_rate)));
 		}
 	} else if (ev == PT_EV_WOKE) {
 		woke(m, ctx, "cpu usage");
@@ -539,6 +544,7 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 	} else if (ctx->idle.state == PT_STATE_ACTIVE && now < pt_context_next_scan_ms(ctx)) {
 		/* Between two scans of a steady context: more cold chunks, at the same pace. */
 		if (ctx->cold_more && !ctx->busy && m->fill_level < PT_FILL_NO_COLD &&
+		    m->wear.level < PT_WEAR_NO_COLD &&
 		    now - ctx->last_cold_ms >= m->cfg.scan_interval_ms)
 			submit_cold(m, ctx, now);
 	} else if (ctx->idle.state == PT_STATE_ACTIVE) {

@@ -30,6 +30,7 @@
 #include "kmod_client.h"
 #include "preload_server.h"
 #include "scanner.h"
+#include "wear.h"
 
 struct pt_manager {
 	struct pt_config cfg;
@@ -75,6 +76,11 @@ struct pt_manager {
 	enum pt_fill_level fill_level;
 	uint64_t last_fill_ms;
 	uint64_t fill_deferred;		/* offloads held back because the tiers were full */
+	/*
+	 * The NVMe drives under the tiers and their write budget (wear.h): pagetierd samples
+	 * them (nvme.c) and the manager obeys wear.level, as it does fill_level.
+	 */
+	struct pt_wear wear;
 	uint64_t rescan_interval_ms;	/* walks at most this often from ticks (0: each tick) */
 	uint64_t walk_errors;		/* cgroup walks that failed: contexts kept */
 	uint64_t sample_errors;		/* samples that failed for another reason than ENOENT */
