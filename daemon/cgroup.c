@@ -96,6 +96,29 @@ int pt_cgroup_read_key(const char *dir, const char *file, const char *key, uint6
 	return rc;
 }
 
+/*
+ * The kernel's memory charged to a cgroup: "kernel" (Linux 5.18 on) or, before it, the
+ * parts it sums; plus "sock" (network buffers), which "kernel" leaves out. A key the
+ * kernel does not have counts 0.
+ */
+static uint64_t stat_kernel(const char *stat)
+{
+	static const char *const parts[] = { "kernel_stack", "pagetables", "percpu", "vmalloc",
+					      "slab" };
+	uint64_t v, sum = 0;
+
+	if (!pt_flat_keyed_get(stat, "kernel", &v)) {
+		sum = v;
+	} else {
+		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+			if (!pt_flat_keyed_get(stat, parts[i], &v))
+				sum += v;
+	}
+	if (!pt_flat_keyed_get(stat, "sock", &v))
+		sum += v;
+	return sum;
+}
+
 int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full)
 {
 	char path[PATH_MAX], *stat;
@@ -108,7 +131,7 @@ int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full)
 	rc = pt_cgroup_read_u64(dir, "memory.current", &s->memory_current);
 	if (rc || !full)
 		return rc;
-	s->anon = s->swapcached = s->swap_current = s->shmem = s->file_cache = 0;
+	s->anon = s->swapcached = s->swap_current = s->shmem = s->file_cache = s->kernel = 0;
 	stat = malloc(16384);
 	if (!stat)
 		return -ENOMEM;
@@ -126,6 +149,8 @@ int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full)
 		s->file_cache = s->file_cache > s->shmem ? s->file_cache - s->shmem : 0;
 	else
 		s->file_cache = 0;
+	if (!rc)
+		s->kernel = stat_kernel(stat);
 	free(stat);
 	if (rc)
 		return rc;

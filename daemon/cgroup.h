@@ -20,6 +20,11 @@ struct pt_cgroup_sample {
 	uint64_t swapcached;		/* memory.stat swapcached: in swap and still in memory */
 	uint64_t shmem;			/* memory.stat shmem: shared memory, tmpfs, SysV shm */
 	uint64_t file_cache;		/* memory.stat file - shmem: the files' page cache */
+	/*
+	 * memory.stat kernel (kernel_stack + pagetables + percpu + vmalloc + slab on kernels
+	 * before 5.18, which lack it) + sock: the kernel's memory charged to the cgroup.
+	 */
+	uint64_t kernel;
 };
 
 /*

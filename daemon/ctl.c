@@ -19,9 +19,19 @@ static void containers(struct pt_manager *m, FILE *out)
 	}
 }
 
+/* The host's line of a status: /proc/meminfo now, the contexts' offloaded memory. */
+static void host_mem(const struct pt_manager *m, struct pt_host_mem *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (pt_meminfo_read("/proc/meminfo", h))
+		return;	/* not known: the status leaves the host line out */
+	pt_host_offloaded(h, m->ctxs, m->n_ctxs);
+}
+
 void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *out)
 {
 	size_t len = strcspn(req, "\r\n");
+	struct pt_host_mem host;
 
 	if (len == 6 && strncmp(req, "status", 6) == 0) {
 		fprintf(out, "backend: %s\n", pt_manager_backend(m));
@@ -33,9 +43,12 @@ void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *
 				(unsigned long long)m->fill.free_segments,
 				(unsigned long long)m->fill.segments,
 				(unsigned long long)m->fill_deferred);
-		pt_status_table(out, m->ctxs, m->n_ctxs);
+		host_mem(m, &host);
+		pt_status_table(out, m->ctxs, m->n_ctxs, &host);
 	} else if (len == 11 && strncmp(req, "status json", 11) == 0) {
-		pt_status_json(out, m->ctxs, m->n_ctxs, pt_manager_backend(m), m->bpf_unmatched);
+		host_mem(m, &host);
+		pt_status_json(out, m->ctxs, m->n_ctxs, pt_manager_backend(m), m->bpf_unmatched,
+			       &host);
 	} else if (len == 10 && strncmp(req, "containers", 10) == 0) {
 		containers(m, out);
 	} else if (len > 9 && strncmp(req, "prefetch ", 9) == 0) {

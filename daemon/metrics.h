@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "manager.h"
+#include "memuse.h"
 #include "pagetier/bpf_events.h"
 #include "preload_server.h"
 
@@ -60,6 +61,7 @@ struct pt_metrics_daemon {
 	uint64_t bpf_stat[PT_METRICS_BPF_TYPES][PT_METRICS_BPF_STATS];
 	bool have_preload;		/* the preload socket is open */
 	struct pt_preload_server_stats preload;
+	struct pt_host_mem host;	/* /proc/meminfo (host.known); offloaded: rendered */
 };
 
 /*

@@ -45,24 +45,47 @@ static void fmt_wa(char *buf, size_t size, double wa)
 		snprintf(buf, size, "%.2f", wa);
 }
 
-void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n)
+/* The host line: "host: 31.3G memory, 21.2G used, 6.0G offloaded by pagetier (22.1%...)". */
+static void host_line(FILE *out, const struct pt_host_mem *h)
+{
+	char tot[16], used[16], off[16], all[16];
+
+	if (!h || !h->known)
+		return;
+	pt_fmt_bytes(tot, sizeof(tot), h->total);
+	pt_fmt_bytes(used, sizeof(used), h->used);
+	pt_fmt_bytes(off, sizeof(off), h->offloaded);
+	pt_fmt_bytes(all, sizeof(all), h->used + h->offloaded);
+	fprintf(out, "host: %s memory, %s used, %s offloaded by pagetier (%.1f%% of the %s in use or offloaded)\n",
+		tot, used, off, pt_host_offloaded_share(h) * 100, all);
+}
+
+void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n,
+		     const struct pt_host_mem *host)
 {
 	uint64_t saved = 0, written = 0;
 	bool written_known = false;
 
-	fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %9s %5s %7s %9s %9s %6s %6s  %s\n",
-		"CONTAINER", "CLASS", "STATE", "RESIDENT", "ANON", "SWAPPED", "ON-TIER", "SAVED",
-		"WA", "WAKES", "LAST-WAKE", "REFAULTS", "PREC", "RECALL", "CGROUP");
+	fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %9s %9s %9s %9s %10s %5s %7s %9s %9s %6s %6s  %s\n",
+		"CONTAINER", "CLASS", "STATE", "RESIDENT", "ANON", "FILE", "SHMEM", "KERNEL",
+		"SWAPPED", "ON-TIER", "SAVED", "IDLE-SAVED", "WA", "WAKES", "LAST-WAKE", "REFAULTS",
+		"PREC", "RECALL", "CGROUP");
 	for (size_t i = 0; i < n; i++) {
 		const struct pt_context *c = &ctxs[i];
-		char res[16], anon[16], swp[16], tier[16], sav[16], wa[16], wake[24], prec[16],
-		     rec[16];
+		char res[16], anon[16], file[16], shm[16], kern[16], swp[16], tier[16], sav[16],
+		     isav[16], wa[16], wake[24], prec[16], rec[16];
+		struct pt_mem_split ms;
 
+		pt_mem_split(&c->sample, &ms);
 		pt_fmt_bytes(res, sizeof(res), c->sample.memory_current);
-		pt_fmt_bytes(anon, sizeof(anon), c->sample.anon);
+		pt_fmt_bytes(anon, sizeof(anon), ms.anon);
+		pt_fmt_bytes(file, sizeof(file), ms.file);
+		pt_fmt_bytes(shm, sizeof(shm), ms.shmem);
+		pt_fmt_bytes(kern, sizeof(kern), ms.kernel);
 		pt_fmt_bytes(swp, sizeof(swp), c->sample.swap_current);
 		pt_fmt_bytes(tier, sizeof(tier), c->tier_pages * 4096ULL);
 		pt_fmt_bytes(sav, sizeof(sav), pt_context_saved(c));
+		pt_fmt_bytes(isav, sizeof(isav), c->idle_saved);
 		fmt_wa(wa, sizeof(wa), pt_context_write_amp(c));
 		saved += pt_context_saved(c);
 		written += c->tier_written;
@@ -79,9 +102,10 @@ void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n)
 			snprintf(rec, sizeof(rec), "%.0f%%", c->hot.recall * 100);
 		else
 			snprintf(rec, sizeof(rec), "-");
-		fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %9s %5s %7llu %9s %9llu %6s %6s  %s\n",
+		fprintf(out, "%-16s %-10s %-7s %9s %9s %9s %9s %9s %9s %9s %9s %10s %5s %7llu %9s %9llu %6s %6s  %s\n",
 			c->policy.name, pt_class_name(c->policy.class), pt_state_name(c->idle.state),
-			res, anon, swp, tier, sav, wa, (unsigned long long)c->n_wakes, wake,
+			res, anon, file, shm, kern, swp, tier, sav, isav, wa,
+			(unsigned long long)c->n_wakes, wake,
 			(unsigned long long)(c->hot_ok ? c->hot.refaults : 0), prec, rec, c->relpath);
 	}
 	if (!n) {
@@ -94,18 +118,28 @@ void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n)
 		fprintf(out, "total: %s saved (offloaded and freed), write amplification %s\n", sav,
 			wa);
 	}
+	host_line(out, host);
 }
 
 void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const char *backend,
-		    uint64_t bpf_unmatched)
+		    uint64_t bpf_unmatched, const struct pt_host_mem *host)
 {
 	fprintf(out, "{\"backend\":");
 	pt_json_string(out, backend);
 	fprintf(out, ",\"bpf_unmatched_events\":%" PRIu64, bpf_unmatched);
+	if (host && host->known)
+		fprintf(out,
+			",\"host\":{\"memory_total_bytes\":%" PRIu64
+			",\"memory_available_bytes\":%" PRIu64 ",\"memory_used_bytes\":%" PRIu64
+			",\"offloaded_bytes\":%" PRIu64 ",\"offloaded_share\":%.4f}",
+			host->total, host->available, host->used, host->offloaded,
+			pt_host_offloaded_share(host));
 	fprintf(out, ",\"containers\":[");
 	for (size_t i = 0; i < n; i++) {
 		const struct pt_context *c = &ctxs[i];
+		struct pt_mem_split ms;
 
+		pt_mem_split(&c->sample, &ms);
 		fprintf(out, "%s{\"name\":", i ? "," : "");
 		pt_json_string(out, c->policy.name);
 		fprintf(out, ",\"cgroup\":");
@@ -113,6 +147,8 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 		fprintf(out,
 			",\"cgroup_id\":%" PRIu64 ",\"class\":\"%s\",\"state\":\"%s\""
 			",\"resident_bytes\":%" PRIu64 ",\"anon_bytes\":%" PRIu64
+			",\"file_bytes\":%" PRIu64 ",\"shmem_bytes\":%" PRIu64
+			",\"kernel_bytes\":%" PRIu64 ",\"other_bytes\":%" PRIu64
 			",\"swapped_bytes\":%" PRIu64 ",\"swapcached_bytes\":%" PRIu64
 			",\"tier_bytes\":%" PRIu64 ",\"saved_bytes\":%" PRIu64
 			",\"idle_saved_bytes\":%" PRIu64 ",\"keep_bytes\":%" PRIu64
@@ -134,7 +170,8 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			",\"wake_set_chunks\":%zu,\"prefetch_precision\":%.3f"
 			",\"prefetch_recall\":%.3f,\"woke_at_ms\":%" PRIu64 ",\"wake_source\":",
 			c->cgroup_id, pt_class_name(c->policy.class), pt_state_name(c->idle.state),
-			c->sample.memory_current, c->sample.anon, c->sample.swap_current,
+			c->sample.memory_current, ms.anon, ms.file, ms.shmem, ms.kernel, ms.other,
+			c->sample.swap_current,
 			c->sample.swapcached, c->tier_pages * (uint64_t)4096, pt_context_saved(c),
 			c->idle_saved, c->keep_bytes, c->tier_written, pt_context_write_amp(c),
 			pt_idle_cause_name(c->idle.cause), c->n_idle, c->idle.idle_since_ms,

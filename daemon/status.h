@@ -7,11 +7,16 @@
 #include <stdio.h>
 
 #include "context.h"
+#include "memuse.h"
 
-/* Writes one row per context. Pure: only formats what it is given. */
-void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n);
+/*
+ * Writes one row per context, then the totals and the host's line (@host: NULL or not
+ * known, no host line). Pure: only formats what it is given.
+ */
+void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n,
+		     const struct pt_host_mem *host);
 void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const char *backend,
-		    uint64_t bpf_unmatched);
+		    uint64_t bpf_unmatched, const struct pt_host_mem *host);
 /* Writes @s as a JSON string literal. */
 void pt_json_string(FILE *out, const char *s);
 /* Human size: "256.0M", "1.2G", "0". */

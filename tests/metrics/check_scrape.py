@@ -14,6 +14,7 @@ promtool comes from Debian's prometheus package (make deps); without it this fai
 No root needed, no kernel module, no BPF: the daemon finds no tier and plain swap.
 """
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -26,6 +27,7 @@ import urllib.error
 import urllib.request
 
 results = []
+pagetierd_path = None
 
 
 def check(name, problems):
@@ -42,12 +44,14 @@ def write(path, text, mode=0o644):
     os.chmod(path, mode)
 
 
-def fake_cgroup(root, rel, anon=256 << 20):
+def fake_cgroup(root, rel, anon=256 << 20, file=0, shmem=0, kernel=0, other=0):
+    """memory.current = anon + file (shmem included) + kernel + other, as the kernel's."""
     d = os.path.join(root, rel.lstrip("/"))
     write(os.path.join(d, "cgroup.procs"), "")
     write(os.path.join(d, "cpu.stat"), "usage_usec 1000\n")
-    write(os.path.join(d, "memory.current"), f"{anon}\n")
-    write(os.path.join(d, "memory.stat"), f"anon {anon}\nfile 0\nswapcached 0\n")
+    write(os.path.join(d, "memory.current"), f"{anon + file + kernel + other}\n")
+    write(os.path.join(d, "memory.stat"),
+          f"anon {anon}\nfile {file}\nkernel {kernel}\nsock 0\nshmem {shmem}\nswapcached 0\n")
     write(os.path.join(d, "memory.swap.current"), "0\n")
     write(os.path.join(d, "memory.low"), "0\n")
 
@@ -77,7 +81,8 @@ def promtool(promtool_bin, text):
 
 def make_config(top, port, listen=None):
     cg, etc, run = (os.path.join(top, x) for x in ("cgroup", "etc", "run"))
-    fake_cgroup(cg, "/ct/web")
+    # web: 180 MiB anon, 40 MiB page cache, 16 MiB shmem, 12 MiB kernel, 8 MiB other.
+    fake_cgroup(cg, "/ct/web", 180 << 20, 56 << 20, 16 << 20, 12 << 20, 8 << 20)
     fake_cgroup(cg, "/ct/db", 64 << 20)
     fake_cgroup(cg, "/other")
     os.makedirs(os.path.join(etc, "containers.d"), exist_ok=True)
@@ -131,6 +136,13 @@ def scrape_daemon(pagetierd, promtool_bin):
                 'pagetier_container_state{container="web",cgroup="/ct/web",class="besteffort",state="active"} 1',
                 'pagetier_container_resident_bytes{container="web",cgroup="/ct/web",class="besteffort"} 268435456',
                 'pagetier_container_resident_bytes{container="db",cgroup="/ct/db",class="critical"} 67108864',
+                'pagetier_container_memory_bytes{container="web",cgroup="/ct/web",class="besteffort",kind="anon"} 188743680',
+                'pagetier_container_memory_bytes{container="web",cgroup="/ct/web",class="besteffort",kind="file"} 41943040',
+                'pagetier_container_memory_bytes{container="web",cgroup="/ct/web",class="besteffort",kind="shmem"} 16777216',
+                'pagetier_container_memory_bytes{container="web",cgroup="/ct/web",class="besteffort",kind="kernel"} 12582912',
+                'pagetier_container_memory_bytes{container="web",cgroup="/ct/web",class="besteffort",kind="other"} 8388608',
+                'pagetier_host_offloaded_bytes 0',
+                'pagetier_host_offloaded_ratio 0',
                 'pagetier_containers 2',
                 'pagetier_info{backend="swap"} 1',
                 'pagetier_bpf_enabled 0',
@@ -140,15 +152,19 @@ def scrape_daemon(pagetierd, promtool_bin):
             missing = [f"no line '{w}'" for w in want if w not in lines]
             missing += [f"no sample of {n}" for n in ("process_cpu_seconds_total",
                                                      "process_resident_memory_bytes",
-                                                     "pagetier_preload_peers")
+                                                     "pagetier_preload_peers",
+                                                     "pagetier_host_memory_total_bytes",
+                                                     "pagetier_host_memory_used_bytes")
                         if not any(l.startswith(n + " ") for l in lines)]
             check("the scrape has the fake tree's containers and the daemon's figures", missing)
             print("       scrape excerpt:")
             for l in body.splitlines():
                 if l.startswith(("pagetier_container_state{container=\"web\"",
                                  "pagetier_container_resident_bytes", "process_",
-                                 "pagetier_containers")):
+                                 "pagetier_container_memory_bytes{container=\"web\"",
+                                 "pagetier_host_", "pagetier_containers")):
                     print(f"         {l}")
+            status_table(os.path.join(top, "run"))
             problems = []
             for path, method, code in (("/", "GET", 200), ("/nope", "GET", 404),
                                        ("/metrics", "POST", 405), ("/metrics", "HEAD", 200)):
@@ -180,6 +196,38 @@ def scrape_daemon(pagetierd, promtool_bin):
                     rc = "killed after 15 s"
                 check("pagetierd stops cleanly on SIGTERM", [] if rc == 0 else [f"exit {rc}"])
             log.close()
+
+
+def status_table(run):
+    """pagetierctl status from the same daemon: the memory split and the host line."""
+    ctl = os.path.join(os.path.dirname(pagetierd_path), "pagetierctl")
+    p = subprocess.run([ctl, "--runtime-dir", run, "status"], capture_output=True, text=True,
+                       timeout=30)
+    j = subprocess.run([ctl, "--runtime-dir", run, "--json", "status"], capture_output=True,
+                       text=True, timeout=30)
+    problems = [] if p.returncode == 0 and j.returncode == 0 else \
+        [f"pagetierctl status: exit {p.returncode}/{j.returncode}: {p.stderr}{j.stderr}"]
+    web = [l.split() for l in p.stdout.splitlines() if l.startswith("web ")]
+    # RESIDENT ANON FILE SHMEM KERNEL, as the fake tree has them
+    if not web or web[0][3:8] != ["256.0M", "180.0M", "40.0M", "16.0M", "12.0M"]:
+        problems.append(f"no row 'web ... 256.0M 180.0M 40.0M 16.0M 12.0M' in:\n{p.stdout}")
+    if "offloaded by pagetier" not in p.stdout:
+        problems.append(f"no host line in:\n{p.stdout}")
+    try:
+        doc = json.loads(j.stdout)
+        w = [c for c in doc["containers"] if c["name"] == "web"][0]
+        parts = sum(w[k] for k in ("anon_bytes", "file_bytes", "shmem_bytes", "kernel_bytes",
+                                   "other_bytes"))
+        if parts != w["resident_bytes"] or w["other_bytes"] != 8 << 20:
+            problems.append(f"web's kinds add up to {parts}, not {w['resident_bytes']}")
+        if doc["host"]["memory_total_bytes"] <= 0:
+            problems.append(f"host: {doc['host']}")
+    except (ValueError, KeyError, IndexError) as e:
+        problems.append(f"pagetierctl --json status: {e!r}: {j.stdout}")
+    check("pagetierctl status: memory.current by kind, the host line (table and JSON)", problems)
+    print("       pagetierctl status:")
+    for l in p.stdout.splitlines():
+        print(f"         {l}")
 
 
 def bad_listen(pagetierd):
@@ -230,7 +278,8 @@ def main():
               file=sys.stderr)
         print("metrics: 0 passed, 1 failed")
         return 1
-    pagetierd = os.path.abspath(os.path.join(a.bin, "pagetierd"))
+    global pagetierd_path
+    pagetierd = pagetierd_path = os.path.abspath(os.path.join(a.bin, "pagetierd"))
     scrape_daemon(pagetierd, promtool_bin)
     bad_listen(pagetierd)
     if a.unit:

@@ -147,11 +147,63 @@ static void test_read_u64_max(void **state)
 	fx_rmtree(root);
 }
 
+/*
+ * The memory breakdown from memory.stat as each kernel writes it: 6.1 and 6.12 have
+ * "kernel" (and "sock" apart from it); kernels before 5.18 only its parts.
+ */
+static void test_sample_kinds(void **state)
+{
+	char *root = fx_tmpdir(), dir[PATH_MAX];
+	struct pt_cgroup_sample smp;
+
+	(void)state;
+	make_cgroup(root, "ct", "", 1, 415236096, 0);
+	/* 6.1's memory.stat, abridged (the order is the kernel's). */
+	fx_write(root, "ct/memory.stat",
+		 "anon 222298112\nfile 167772160\nkernel 18350080\nkernel_stack 409600\n"
+		 "pagetables 1273856\nsec_pagetables 0\npercpu 150528\nsock 524288\n"
+		 "vmalloc 8192\nshmem 67108864\nzswap 0\nzswapped 0\nfile_mapped 31457280\n"
+		 "file_dirty 0\nfile_writeback 0\nswapcached 6291456\nanon_thp 0\n"
+		 "slab_reclaimable 12058624\nslab_unreclaimable 4456448\nslab 16515072\n");
+	fx_write(root, "ct/memory.swap.current", "1952448512\n");
+	snprintf(dir, sizeof(dir), "%s/ct", root);
+	memset(&smp, 0, sizeof(smp));
+	assert_int_equal(pt_cgroup_sample(dir, &smp, true), 0);
+	assert_int_equal(smp.anon, 212 << 20);
+	assert_int_equal(smp.shmem, 64 << 20);
+	assert_int_equal(smp.file_cache, 96 << 20);		/* file - shmem */
+	assert_int_equal(smp.kernel, 18350080 + 524288);	/* kernel + sock: 18 MiB */
+	assert_int_equal(smp.swapcached, 6 << 20);
+	assert_int_equal(smp.swap_current, 1862ULL << 20);
+
+	/* Before 5.18: no "kernel"; its parts and sock (slab, not its two halves, counted). */
+	fx_write(root, "ct/memory.stat",
+		 "anon 4096\nfile 8192\nkernel_stack 16384\npagetables 32768\npercpu 1024\n"
+		 "sock 2048\nshmem 0\nslab_reclaimable 100\nslab_unreclaimable 200\n"
+		 "slab 300\nvmalloc 512\n");
+	assert_int_equal(pt_cgroup_sample(dir, &smp, true), 0);
+	assert_int_equal(smp.kernel, 16384 + 32768 + 1024 + 512 + 300 + 2048);
+	assert_int_equal(smp.file_cache, 8192);
+
+	/* A light sample leaves the breakdown as it was: memory.stat only once per interval. */
+	fx_write(root, "ct/memory.stat", "anon 1\nfile 0\nkernel 5\n");
+	assert_int_equal(pt_cgroup_sample(dir, &smp, false), 0);
+	assert_int_equal(smp.kernel, 16384 + 32768 + 1024 + 512 + 300 + 2048);
+	/* None of them at all (kmem accounting off): 0, not an error. */
+	assert_int_equal(pt_cgroup_sample(dir, &smp, true), 0);
+	assert_int_equal(smp.kernel, 5);
+	fx_write(root, "ct/memory.stat", "anon 1\nfile 0\n");
+	assert_int_equal(pt_cgroup_sample(dir, &smp, true), 0);
+	assert_int_equal(smp.kernel, 0);
+	fx_rmtree(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flat_keyed),
 		cmocka_unit_test(test_walk_sample_pids),
+		cmocka_unit_test(test_sample_kinds),
 		cmocka_unit_test(test_read_u64_max),
 	};
 

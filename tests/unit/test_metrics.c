@@ -56,6 +56,10 @@ static void manager(struct pt_manager *m)
 	a->sample.anon = 1ULL << 20;
 	a->sample.swap_current = 255ULL << 20;
 	a->sample.swapcached = 5ULL << 20;
+	a->sample.file_cache = 1ULL << 19;	/* 3 MiB: 1 anon, 512K file, 256K shmem, */
+	a->sample.shmem = 1ULL << 18;		/* 128K kernel, the rest (1152K) other */
+	a->sample.kernel = 1ULL << 17;
+	a->idle_saved = 240ULL << 20;
 	a->tier_pages = 65536;
 	a->tier_written = 300ULL << 20;
 	a->tier_written_known = true;
@@ -319,6 +323,19 @@ static void test_containers(void **state)
 	has(out, "pagetier_container_bpf_events_total" A ",type=\"net\"} 9");
 	has(out, "pagetier_container_bpf_events_total" A ",type=\"fault\"} 0");
 	has(out, "pagetier_container_tier_demand_reads_total" A "} 11");
+	/* memory.current by kind, adding up to it; what the last idle period freed. */
+	has(out, "pagetier_container_memory_bytes" A ",kind=\"anon\"} 1048576");
+	has(out, "pagetier_container_memory_bytes" A ",kind=\"file\"} 524288");
+	has(out, "pagetier_container_memory_bytes" A ",kind=\"shmem\"} 262144");
+	has(out, "pagetier_container_memory_bytes" A ",kind=\"kernel\"} 131072");
+	has(out, "pagetier_container_memory_bytes" A ",kind=\"other\"} 1179648");
+	has(out, "pagetier_container_memory_bytes" DB ",kind=\"other\"} 1073741824");
+	has(out, "pagetier_container_idle_saved_bytes" A "} 251658240");
+	lacks(out, "pagetier_container_idle_saved_bytes" DB);	/* never idle */
+	/* The host: what is offloaded always; its memory only with /proc/meminfo read. */
+	has(out, "pagetier_host_offloaded_bytes 262144000");
+	lacks(out, "pagetier_host_memory_total_bytes");
+	lacks(out, "pagetier_host_offloaded_ratio");
 	/* Without tiers, BPF, preload, /proc: their families are left out, not zero. */
 	lacks(out, "{tier=");
 	lacks(out, "pagetier_bpf_events_seen_total");
@@ -504,6 +521,9 @@ static void fill_daemon(struct pt_manager *m, struct pt_metrics_daemon *d)
 	m->watermark_offloads = 8;
 	m->walk_errors = 1;
 	m->sample_errors = 2;
+	/* 4 GiB, 3 GiB - 250 MiB used; alpha offloaded 250 MiB: 250 of the 3072 MiB. */
+	assert_int_equal(pt_meminfo_parse("MemTotal: 4194304 kB\nMemFree: 524288 kB\n"
+					  "MemAvailable: 1304576 kB\n", &d->host), 0);
 }
 
 static void test_daemon(void **state)
@@ -542,6 +562,10 @@ static void test_daemon(void **state)
 	has(out, "pagetier_watermark_offloaded_chunks_total 8");
 	has(out, "pagetier_cgroup_walk_errors_total 1");
 	has(out, "pagetier_sample_errors_total 2");
+	has(out, "pagetier_host_memory_total_bytes 4294967296");
+	has(out, "pagetier_host_memory_used_bytes 2959081472");
+	has(out, "pagetier_host_offloaded_bytes 262144000");
+	has(out, "pagetier_host_offloaded_ratio 0.0813802083333333");
 	free(out);
 	pt_manager_free(&m);
 }
