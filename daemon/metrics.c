@@ -619,6 +619,132 @@ static void render_preload(FILE *out, const struct pt_metrics_daemon *d)
 		   "Records from preloaded processes refused as invalid or foreign.", rejected);
 }
 
+/* --- the NVMe drives and their write budget (wear.h) ------------------------------ */
+
+struct wear_metric {
+	const char *name, *type, *help;
+	bool budget;				/* only for drives with a write budget */
+	double (*get)(const struct pt_wear_drive *d);
+};
+
+static double w_capacity(const struct pt_wear_drive *d) { return (double)d->capacity_bytes; }
+static double w_written(const struct pt_wear_drive *d)
+{
+	return (double)d->smart.data_units_written * PT_NVME_DATA_UNIT;
+}
+static double w_read(const struct pt_wear_drive *d)
+{
+	return (double)d->smart.data_units_read * PT_NVME_DATA_UNIT;
+}
+static double w_media(const struct pt_wear_drive *d) { return (double)d->smart.media_errors; }
+static double w_warn(const struct pt_wear_drive *d) { return d->smart.critical_warning; }
+static double w_used(const struct pt_wear_drive *d) { return d->smart.percentage_used / 100.0; }
+static double w_spare(const struct pt_wear_drive *d) { return d->smart.available_spare / 100.0; }
+static double w_budget(const struct pt_wear_drive *d) { return (double)d->budget_bytes; }
+static double w_period(const struct pt_wear_drive *d) { return (double)d->period_ms / 1000; }
+static double w_burst(const struct pt_wear_drive *d) { return (double)d->burst; }
+static double w_left(const struct pt_wear_drive *d) { return (double)d->tokens; }
+
+static const struct wear_metric wear_metrics[] = {
+	{ "pagetier_nvme_capacity_bytes", "gauge",
+	  "Capacity of the NVMe drive under a tier, what drive writes per day are of.", false,
+	  w_capacity },
+	{ "pagetier_nvme_data_written_bytes_total", "counter",
+	  "Bytes the drive says it has written over its life (SMART data units written).",
+	  false, w_written },
+	{ "pagetier_nvme_data_read_bytes_total", "counter",
+	  "Bytes the drive says it has read over its life (SMART data units read).", false,
+	  w_read },
+	{ "pagetier_nvme_media_errors_total", "counter",
+	  "Unrecovered data integrity errors the drive reports (SMART).", false, w_media },
+	{ "pagetier_nvme_critical_warning", "gauge",
+	  "The drive's SMART critical warning bits (0: none; any stops new offload).", false,
+	  w_warn },
+	{ "pagetier_nvme_percentage_used_ratio", "gauge",
+	  "Share of the drive's rated endurance used, as the drive estimates it (may exceed 1).",
+	  false, w_used },
+	{ "pagetier_nvme_available_spare_ratio", "gauge",
+	  "Share of the drive's spare capacity left.", false, w_spare },
+	{ "pagetier_wear_budget_bytes", "gauge",
+	  "Bytes the drive may be written per budget period (write_budget).", true, w_budget },
+	{ "pagetier_wear_budget_period_seconds", "gauge",
+	  "The write budget's period.", true, w_period },
+	{ "pagetier_wear_budget_burst_bytes", "gauge",
+	  "The write budget's bucket: an hour of the budget, at most all of it.", true,
+	  w_burst },
+	{ "pagetier_wear_budget_remaining_bytes", "gauge",
+	  "Bytes left in the write budget's bucket (negative: written beyond it, a debt).",
+	  true, w_left },
+};
+
+static void wear_series(FILE *out, const char *name, const struct pt_wear_drive *d)
+{
+	fprintf(out, "%s{drive=", name);
+	pt_metrics_label_value(out, d->name);
+	fputc('}', out);
+}
+
+static void render_wear(FILE *out, const struct pt_manager *m)
+{
+	static const enum pt_wear_level levels[] = { PT_WEAR_OK, PT_WEAR_NO_COLD,
+						     PT_WEAR_SLOW_IDLE, PT_WEAR_STOP };
+	const struct pt_wear *w = &m->wear;
+
+	header(out, "pagetier_wear_level", "gauge",
+	       "The NVMe drives' wear level as offload sees it: 1 for the level now (ok, no-cold: no cold offload, slow-idle: idle offload slowed too, stop: no new offload), 0 for the others.");
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+		fprintf(out, "pagetier_wear_level{level=\"%s\"} %d\n",
+			pt_wear_level_name(levels[i]), w->level == levels[i]);
+	single_u64(out, "pagetier_wear_offloads_deferred_total", "counter",
+		   "Offloads held back by the wear level (counted per container and poll).",
+		   w->deferred);
+	if (w->n)
+		header(out, "pagetier_nvme_info", "gauge",
+		       "The NVMe drives under the tiers, read through libnvme: 1 each (accounted: 1 when its SMART log is read).");
+	for (int i = 0; i < w->n; i++) {
+		const struct pt_wear_drive *d = &w->drives[i];
+
+		fprintf(out, "pagetier_nvme_info{drive=");
+		pt_metrics_label_value(out, d->name);
+		fprintf(out, ",namespace=");
+		pt_metrics_label_value(out, d->ns_dev);
+		fprintf(out, ",model=");
+		pt_metrics_label_value(out, d->model);
+		fprintf(out, ",serial=");
+		pt_metrics_label_value(out, d->serial);
+		fprintf(out, ",firmware=");
+		pt_metrics_label_value(out, d->firmware);
+		fprintf(out, ",accounted=\"%d\"} 1\n", d->enabled && d->samples > 0);
+	}
+	for (size_t k = 0; k < sizeof(wear_metrics) / sizeof(wear_metrics[0]); k++) {
+		const struct wear_metric *wm = &wear_metrics[k];
+		bool any = false;
+
+		for (int i = 0; i < w->n; i++) {
+			const struct pt_wear_drive *d = &w->drives[i];
+
+			if (!d->enabled || !d->samples || (wm->budget && !d->budget_bytes))
+				continue;
+			if (!any)
+				header(out, wm->name, wm->type, wm->help);
+			any = true;
+			wear_series(out, wm->name, d);
+			put_double(out, wm->get(d));
+		}
+	}
+	for (int i = 0, any = 0; i < w->n; i++) {
+		const struct pt_wear_drive *d = &w->drives[i];
+
+		if (!d->enabled || !d->samples || !d->smart.temperature_k)
+			continue;
+		if (!any++)
+			header(out, "pagetier_nvme_temperature_celsius", "gauge",
+			       "The drive's composite temperature (SMART).");
+		wear_series(out, "pagetier_nvme_temperature_celsius", d);
+		put_double(out, d->smart.temperature_k - 273.15);
+	}
+}
+
 void pt_metrics_render(FILE *out, const struct pt_manager *m, const struct pt_tier_stats *tiers,
 		       size_t n_tiers, const struct pt_metrics_daemon *d)
 {
@@ -639,6 +765,7 @@ void pt_metrics_render(FILE *out, const struct pt_manager *m, const struct pt_ti
 	render_host(out, m, d);
 	render_tiers(out, tiers, n_tiers);
 	render_fill(out, m);
+	render_wear(out, m);
 	render_bpf(out, d);
 	single_u64(out, "pagetier_bpf_unmatched_events_total", "counter",
 		   "BPF events of cgroups without a context (should stay 0).", m->bpf_unmatched);

@@ -36,6 +36,7 @@
 #include "manager.h"
 #include "metrics.h"
 #include "metrics_http.h"
+#include "nvme.h"
 #include "preload_server.h"
 #include "worker.h"
 
@@ -59,6 +60,7 @@ struct pt_daemon {
 	struct pt_workers background;		/* everything else, niced */
 	struct pt_bpf *bpf;			/* NULL: BPF unavailable */
 	struct pt_metrics_http *http;		/* NULL: no metrics_listen, or it failed */
+	struct pt_nvme nvme;			/* the drives under the tiers (libnvme) */
 	char preload_path[PATH_MAX];
 	char sock_path[PATH_MAX];
 	bool use_bpf;
@@ -406,6 +408,8 @@ static void dispatch(struct pt_daemon *d, int fd)
 			/* The events of active contexts wait in the ring (they do not wake us). */
 			if (d->bpf)
 				pt_bpf_poll(d->bpf, on_bpf_event, d);
+			/* The drives' wear level first: this tick's offload obeys it. */
+			pt_nvme_poll(&d->nvme, &d->m.wear, &d->m.cfg.write_budget, pt_now_ms());
 			pt_manager_tick(&d->m, pt_now_ms());
 			/* Rings have no per-record doorbell: drain them every tick as well. */
 			if (d->m.preload)
@@ -541,6 +545,7 @@ int main(int argc, char **argv)
 	d.m.track = track_cgroup;
 	d.m.wake_events = wake_events;
 	d.m.track_arg = &d;
+	pt_nvme_init(&d.nvme);
 	pt_log_set_level(level_arg ? lvl : d.m.cfg.log_level);
 	/* Never let the daemon that manages swap be swapped itself. */
 	if (lock && mlockall(MCL_CURRENT | MCL_FUTURE))
@@ -605,6 +610,7 @@ int main(int argc, char **argv)
 	pt_workers_stop(&d.workers, &d);
 	pt_workers_stop(&d.background, &d);
 	pt_metrics_http_stop(d.http);
+	pt_nvme_close(&d.nvme, &d.m.wear);
 	if (d.bpf)
 		pt_bpf_close(d.bpf);
 	if (d.m.preload)
