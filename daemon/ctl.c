@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ctl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "status.h"
@@ -28,13 +29,14 @@ static void host_mem(const struct pt_manager *m, struct pt_host_mem *h)
 	pt_host_offloaded(h, m->ctxs, m->n_ctxs);
 }
 
-void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *out)
+static void answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *out)
 {
 	size_t len = strcspn(req, "\r\n");
 	struct pt_host_mem host;
 
 	if (len == 6 && strncmp(req, "status", 6) == 0) {
 		fprintf(out, "backend: %s\n", pt_manager_backend(m));
+		pt_wear_status_text(out, &m->wear, &m->cfg.write_budget);
 		if (m->fill.capacity_pages)
 			fprintf(out, "tiers: %s, %llu of %llu MiB live, %llu of %llu segments free, %llu offloads held back\n",
 				pt_fill_level_name(m->fill_level),
@@ -63,4 +65,32 @@ void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *
 	} else {
 		fprintf(out, "error: unknown request '%.*s'\n", (int)len, req);
 	}
+}
+
+/*
+ * "status json" gets the drives' wear as one more key of its object ("wear"), added here
+ * so that the status's own rendering (status.c) need not know of it.
+ */
+void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *out)
+{
+	size_t len = strcspn(req, "\r\n"), size = 0;
+	char *buf = NULL, *end;
+	FILE *mf;
+
+	if (len != 11 || strncmp(req, "status json", 11) || !(mf = open_memstream(&buf, &size))) {
+		answer(m, req, peer_uid, out);
+		return;
+	}
+	answer(m, req, peer_uid, mf);
+	fclose(mf);
+	end = buf ? strrchr(buf, '}') : NULL;
+	if (!end) {
+		fputs(buf ? buf : "", out);
+	} else {
+		fwrite(buf, 1, (size_t)(end - buf), out);
+		fputs(",\"wear\":", out);
+		pt_wear_status_json(out, &m->wear, &m->cfg.write_budget);
+		fputs(end, out);
+	}
+	free(buf);
 }

@@ -311,3 +311,119 @@ uint64_t pt_smart_u128(const uint8_t b[16])
 		v = v << 8 | b[i];
 	return v;
 }
+
+/* --- pagetierctl status ------------------------------------------------------------ */
+
+void pt_wear_status_text(FILE *out, const struct pt_wear *w, const struct pt_wear_budget *b)
+{
+	char bs[64];
+	int accounted = 0;
+
+	pt_wear_budget_format(b, bs, sizeof(bs));
+	for (int i = 0; i < w->n; i++)
+		accounted += w->drives[i].enabled;
+	if (!accounted) {
+		fprintf(out, "wear: no NVMe drive under the tiers is readable: no write budget (write_budget %s)\n",
+			bs);
+		return;
+	}
+	fprintf(out, "wear: %s (write_budget %s), %llu offloads held back\n",
+		pt_wear_level_name(w->level), bs, (unsigned long long)w->deferred);
+	for (int i = 0; i < w->n; i++) {
+		const struct pt_wear_drive *d = &w->drives[i];
+		char cap[24], wr[24], run[24], left[24], burst[24], budget[24], per[24];
+
+		fmt_size(cap, sizeof(cap), d->capacity_bytes);
+		fprintf(out, "drive %s (/dev/%s, %s, serial %s, firmware %s, %s)", d->name, d->ns_dev,
+			d->model[0] ? d->model : "?", d->serial[0] ? d->serial : "?",
+			d->firmware[0] ? d->firmware : "?", cap);
+		if (!d->enabled || !d->samples) {
+			fprintf(out, ": %s\n", d->enabled ? "no SMART sample yet" :
+				"not readable through libnvme: not accounted");
+			continue;
+		}
+		fmt_size(wr, sizeof(wr), d->smart.data_units_written * PT_NVME_DATA_UNIT);
+		fmt_size(run, sizeof(run), pt_wear_written_since_start(d));
+		fprintf(out, ": %s written (%s since pagetierd started), %u%% of its endurance used, spare %u%%, %llu media errors, ",
+			wr, run, d->smart.percentage_used, d->smart.available_spare,
+			(unsigned long long)d->smart.media_errors);
+		if (d->smart.critical_warning)
+			fprintf(out, "CRITICAL WARNING 0x%02x", d->smart.critical_warning);
+		else
+			fprintf(out, "no critical warning");
+		if (d->smart.temperature_k)
+			fprintf(out, ", %d C", (int)d->smart.temperature_k - 273);
+		fputc('\n', out);
+		fmt_size(budget, sizeof(budget), d->budget_bytes);
+		fmt_size(burst, sizeof(burst), (uint64_t)(d->burst > 0 ? d->burst : 0));
+		fmt_size(left, sizeof(left), (uint64_t)(d->tokens > 0 ? d->tokens : -d->tokens));
+		fmt_period(per, sizeof(per), d->period_ms);
+		if (d->budget_bytes)
+			fprintf(out, "  budget %s per %s: %s%s %s a %s bucket; %s (%s)\n", budget, per,
+				d->tokens < 0 ? "overdrawn by " : "", left,
+				d->tokens < 0 ? "beyond" : "left of", burst,
+				pt_wear_level_name(d->level), d->why);
+		else
+			fprintf(out, "  no budget; %s (%s)\n", pt_wear_level_name(d->level), d->why);
+	}
+}
+
+static void json_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+void pt_wear_status_json(FILE *out, const struct pt_wear *w, const struct pt_wear_budget *b)
+{
+	char bs[64];
+
+	pt_wear_budget_format(b, bs, sizeof(bs));
+	fprintf(out, "{\"level\":\"%s\",\"write_budget\":", pt_wear_level_name(w->level));
+	json_str(out, bs);
+	fprintf(out, ",\"offloads_deferred\":%llu,\"drives\":[", (unsigned long long)w->deferred);
+	for (int i = 0; i < w->n; i++) {
+		const struct pt_wear_drive *d = &w->drives[i];
+
+		fprintf(out, "%s{\"drive\":", i ? "," : "");
+		json_str(out, d->name);
+		fprintf(out, ",\"namespace\":");
+		json_str(out, d->ns_dev);
+		fprintf(out, ",\"model\":");
+		json_str(out, d->model);
+		fprintf(out, ",\"serial\":");
+		json_str(out, d->serial);
+		fprintf(out, ",\"firmware\":");
+		json_str(out, d->firmware);
+		fprintf(out, ",\"capacity_bytes\":%llu,\"accounted\":%s,\"samples\":%llu,\"level\":\"%s\",\"why\":",
+			(unsigned long long)d->capacity_bytes,
+			d->enabled && d->samples ? "true" : "false", (unsigned long long)d->samples,
+			pt_wear_level_name(d->level));
+		json_str(out, d->why);
+		fprintf(out,
+			",\"data_written_bytes\":%llu,\"written_since_start_bytes\":%llu"
+			",\"data_read_bytes\":%llu,\"percentage_used\":%u,\"available_spare\":%u"
+			",\"media_errors\":%llu,\"critical_warning\":%u,\"temperature_kelvin\":%u"
+			",\"budget_bytes\":%llu,\"budget_period_seconds\":%llu,\"burst_bytes\":%lld"
+			",\"remaining_bytes\":%lld,\"sample_errors\":%llu}",
+			(unsigned long long)(d->smart.data_units_written * PT_NVME_DATA_UNIT),
+			(unsigned long long)pt_wear_written_since_start(d),
+			(unsigned long long)(d->smart.data_units_read * PT_NVME_DATA_UNIT),
+			d->smart.percentage_used, d->smart.available_spare,
+			(unsigned long long)d->smart.media_errors, d->smart.critical_warning,
+			d->smart.temperature_k, (unsigned long long)d->budget_bytes,
+			(unsigned long long)(d->period_ms / 1000), (long long)d->burst,
+			(long long)d->tokens, (unsigned long long)d->sample_errors);
+	}
+	fprintf(out, "]}");
+}

@@ -39,6 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Thresholds, per mille of the bucket. */
 #define PT_WEAR_NO_COLD_BELOW	500
@@ -146,6 +147,12 @@ uint64_t pt_wear_idle_rate(enum pt_wear_level level, uint64_t offload_rate);
 const char *pt_wear_level_name(enum pt_wear_level l);
 /* Bytes the drive wrote since its first sample. */
 uint64_t pt_wear_written_since_start(const struct pt_wear_drive *d);
+/*
+ * pagetierctl status: the level, each drive (identity, SMART, its bucket), as text lines
+ * or one JSON object. Pure formatting.
+ */
+void pt_wear_status_text(FILE *out, const struct pt_wear *w, const struct pt_wear_budget *b);
+void pt_wear_status_json(FILE *out, const struct pt_wear *w, const struct pt_wear_budget *b);
 /* 16 little-endian bytes of a SMART counter (128-bit), saturated to 64 bits. */
 uint64_t pt_smart_u128(const uint8_t b[16]);
 
