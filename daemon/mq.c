@@ -120,36 +120,35 @@ static inline uint32_t sat_inc(uint32_t f)
 
 /* --- lists ------------------------------------------------------------------------- */
 
-static void list_add_tail(struct pt_mq *mq, unsigned int l, uint32_t i)
+/* Links node @i into list @l between @prev and @next, NIL standing for that end of it. */
+static void list_link(struct pt_mq *mq, unsigned int l, uint32_t i, uint32_t prev,
+		      uint32_t next)
 {
 	struct mq_list *list = &mq->lists[l];
 	struct mq_node *n = &mq->nodes[i];
 
 	n->list = (uint8_t)l;
-	n->next = NIL;
-	n->prev = list->tail;
-	if (list->tail != NIL)
-		mq->nodes[list->tail].next = i;
+	n->prev = prev;
+	n->next = next;
+	if (prev != NIL)
+		mq->nodes[prev].next = i;
 	else
 		list->head = i;
-	list->tail = i;
+	if (next != NIL)
+		mq->nodes[next].prev = i;
+	else
+		list->tail = i;
 	list->len++;
+}
+
+static void list_add_tail(struct pt_mq *mq, unsigned int l, uint32_t i)
+{
+	list_link(mq, l, i, mq->lists[l].tail, NIL);
 }
 
 static void list_add_head(struct pt_mq *mq, unsigned int l, uint32_t i)
 {
-	struct mq_list *list = &mq->lists[l];
-	struct mq_node *n = &mq->nodes[i];
-
-	n->list = (uint8_t)l;
-	n->prev = NIL;
-	n->next = list->head;
-	if (list->head != NIL)
-		mq->nodes[list->head].prev = i;
-	else
-		list->tail = i;
-	list->head = i;
-	list->len++;
+	list_link(mq, l, i, NIL, mq->lists[l].head);
 }
 
 static void list_del(struct pt_mq *mq, uint32_t i)
