@@ -10,6 +10,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* Appends @job to the queue @head..@tail (the jobs to run, or the ones done); under w->lock. */
+static void job_append(struct pt_job **head, struct pt_job **tail, struct pt_job *job)
+{
+	job->next = NULL;
+	if (*tail)
+		(*tail)->next = job;
+	else
+		*head = job;
+	*tail = job;
+}
+
 static void *worker_main(void *arg)
 {
 	struct pt_workers *w = arg;
@@ -35,12 +46,7 @@ static void *worker_main(void *arg)
 		job->run(job);
 
 		pthread_mutex_lock(&w->lock);
-		job->next = NULL;
-		if (w->done_tail)
-			w->done_tail->next = job;
-		else
-			w->done_head = job;
-		w->done_tail = job;
+		job_append(&w->done_head, &w->done_tail, job);
 		if (write(w->efd, &one, sizeof(one)) < 0) {
 			/* eventfd counter saturated: a wake-up is pending anyway */
 		}
@@ -83,12 +89,7 @@ int pt_workers_start_nice(struct pt_workers *w, int n_threads, int nice)
 void pt_workers_submit(struct pt_workers *w, struct pt_job *job)
 {
 	pthread_mutex_lock(&w->lock);
-	job->next = NULL;
-	if (w->todo_tail)
-		w->todo_tail->next = job;
-	else
-		w->todo_head = job;
-	w->todo_tail = job;
+	job_append(&w->todo_head, &w->todo_tail, job);
 	w->in_flight++;
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
