@@ -15,19 +15,29 @@
 #include "grow.h"
 #include "log.h"
 
-int pt_kmod_open(void)
+/* Opens the control device with @flags and issues @req on @arg: the fd, or a -errno. */
+static int ctl_open(int flags, unsigned long req, void *arg)
 {
-	struct pagetier_version v = { .size = sizeof(v) };
-	int fd = open(PT_CTL_DEV, O_RDWR | O_CLOEXEC);
+	int fd = open(PT_CTL_DEV, flags | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
-	if (ioctl(fd, PAGETIER_IOC_VERSION, &v)) {
+	if (ioctl(fd, req, arg)) {
 		int rc = -errno;
 
 		close(fd);
 		return rc;
 	}
+	return fd;
+}
+
+int pt_kmod_open(void)
+{
+	struct pagetier_version v = { .size = sizeof(v) };
+	int fd = ctl_open(O_RDWR, PAGETIER_IOC_VERSION, &v);
+
+	if (fd < 0)
+		return fd;
 	if (v.abi_version != PAGETIER_ABI_VERSION) {
 		pt_err("%s speaks ABI %u, this build speaks %u: install matching pagetier.ko and pagetierd",
 		       PT_CTL_DEV, v.abi_version, PAGETIER_ABI_VERSION);
@@ -247,17 +257,8 @@ int pt_kmod_prefetch(int fd, uint64_t cgroup_id, uint64_t budget, uint64_t *plan
 int pt_kmod_events_open(void)
 {
 	struct pagetier_events ev = { .size = sizeof(ev) };
-	int fd = open(PT_CTL_DEV, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
-	if (fd < 0)
-		return -errno;
-	if (ioctl(fd, PAGETIER_IOC_EVENTS, &ev)) {
-		int rc = -errno;
-
-		close(fd);
-		return rc;
-	}
-	return fd;
+	return ctl_open(O_RDONLY | O_NONBLOCK, PAGETIER_IOC_EVENTS, &ev);
 }
 
 int pt_kmod_events_read(int fd, void (*fn)(const struct pagetier_event *e, void *arg),
