@@ -123,6 +123,8 @@ static void fmt_period(char *buf, size_t size, uint64_t ms)
 		snprintf(buf, size, "%lluh", (unsigned long long)(ms / 3600000));
 	else if (ms % 60000 == 0)
 		snprintf(buf, size, "%llum", (unsigned long long)(ms / 60000));
+	else if (ms % 1000 == 0)
+		snprintf(buf, size, "%llus", (unsigned long long)(ms / 1000));
 	else
 		snprintf(buf, size, "%llums", (unsigned long long)ms);
 }
