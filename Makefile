@@ -153,8 +153,11 @@ unit: $(UNIT_TESTS) $(B)/man-test/config_default daemon man
 
 # systemd-analyze verify on the unit, and the limits and sandboxing the daemon needs
 # (offline: no running systemd needed).
+# The Kubernetes manifest and its opt-in loop, offline (packaging/kubernetes/README.md).
 unit-packaging: daemon man
-	@echo "== tests/packaging/verify_unit.sh"; tests/packaging/verify_unit.sh $(CURDIR)/$(B)
+	@rc=0; echo "== tests/packaging/verify_unit.sh"; tests/packaging/verify_unit.sh $(CURDIR)/$(B) || rc=1; \
+	 echo "== tests/packaging/check_kubernetes.py"; \
+	 python3 tests/packaging/check_kubernetes.py --bin $(B)/bin || rc=1; exit $$rc
 
 # libFuzzer on the preload decoder (not part of make test: run it for as long as you like).
 fuzz: $(B)/fuzz/fuzz_preload_decode
@@ -236,6 +239,7 @@ install: daemon libpreload man install-dkms
 	install -D -m 0755 $(B)/bin/pagetierd $(DESTDIR)/usr/sbin/pagetierd
 	install -D -m 0755 $(B)/bin/pagetierctl $(DESTDIR)/usr/sbin/pagetierctl
 	install -D -m 0644 $(B)/lib/libpagetier.so $(DESTDIR)/usr/lib/pagetier/libpagetier.so
+	install -D -m 0755 packaging/kubernetes/pagetier-k8s-optin $(DESTDIR)/usr/lib/pagetier/pagetier-k8s-optin
 	install -D -m 0644 packaging/pagetierd.service $(DESTDIR)/lib/systemd/system/pagetierd.service
 	install -D -m 0644 -t $(DESTDIR)/usr/share/man/man5 $(filter $(B)/man/man5/%,$(MAN_PAGES))
 	install -D -m 0644 -t $(DESTDIR)/usr/share/man/man8 $(filter $(B)/man/man8/%,$(MAN_PAGES))

@@ -31,6 +31,8 @@ PKGS=(
 	scdoc man-db systemd
 	# the DKMS package built for both kernels in make test (tests/packaging/dkms_build.sh)
 	dkms
+	# the Kubernetes manifest's offline check (tests/packaging/check_kubernetes.py)
+	python3-yaml
 )
 
 newest_kernel() { # $1 = regex over package names; prints the highest version
