@@ -24,8 +24,8 @@
 
 struct pagetier_event;
 
-/* The library reports one small allocation per 2^18 units on average (pagetier/preload_proto.h). */
-#define PT_PRELOAD_SAMPLE_BYTES (1ULL << 18)
+/* The bytes one sampled small allocation stands for (pagetier/preload_proto.h). */
+#define PT_PRELOAD_SAMPLE_BYTES (1ULL << PT_PRELOAD_SAMPLE_SHIFT)
 
 enum pt_signal_kind { PT_SIG_NONE, PT_SIG_PACKET, PT_SIG_REFAULT };
 

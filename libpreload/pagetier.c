@@ -79,7 +79,7 @@
  * statistical picture of them, not each one) and for larger ones is proportional to their
  * size, like the memory they hold. CALL_UNITS makes every call count, size 0 included.
  */
-#define SAMPLE_UNITS_SHIFT 18
+#define SAMPLE_UNITS_SHIFT PT_PRELOAD_SAMPLE_SHIFT
 #define CALL_UNITS 256
 /* Frees: the blocks whose address has these bits clear (1 in 2^FREE_SAMPLE_SHIFT). */
 #define FREE_SAMPLE_SHIFT 10

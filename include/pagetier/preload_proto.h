@@ -44,6 +44,11 @@
 #define PT_PRELOAD_MIN_SLOTS	64
 #define PT_PRELOAD_MAX_SLOTS	65536		/* 4 MiB of records */
 #define PT_PRELOAD_DEFAULT_SLOTS 2048		/* 128 KiB */
+/*
+ * libpagetier.so reports one small allocation per 2^PT_PRELOAD_SAMPLE_SHIFT allocation units
+ * on average (hdr.sample_shift); the daemon weighs each sample by as many bytes.
+ */
+#define PT_PRELOAD_SAMPLE_SHIFT	18
 
 /* The memfd's size for @nslots slots. */
 #define PT_PRELOAD_RING_BYTES(nslots) \
