@@ -18,18 +18,21 @@
  * Prefetch never stops: reading does not wear flash, and a waking container waits for it.
  *
  * The budget is a token bucket per drive, refilled continuously at budget / period, that
- * holds at most PT_WEAR_BURST_MS of refill (an hour of a day's budget; all of it for a
- * period of an hour or less). Why a bucket and not "at most B in any sliding day": the
- * endurance a drive is rated for is a long-run average, and a bucket bounds exactly that
- * (at most one burst above rate x time, over any span), with O(1) state and a smooth
- * refill, where a sliding day would let a whole day's budget go in one burst and then stop
- * offload for up to a day. An hour's burst absorbs what one container's idle offload
- * writes on any drive worth budgeting (1 DWPD of 1 TB is 42 GB an hour), and a daemon
- * restarted in a loop (the bucket starts full: nothing is persisted) gets at most an hour
- * of extra writes per restart. Writes beyond the bucket (noticed after the fact: SMART is
- * sampled every PT_WEAR_SAMPLE_MS) are a debt paid back before offload resumes, of one
- * period's budget at most, so that a burst of writes that were not ours (a dd to another
- * partition of the drive) stops offload for a period at most.
+ * holds at most PT_WEAR_BURST_MS of refill (a day: all of a daily budget, a day's share of
+ * a weekly one). Why a bucket and not "at most B in any sliding day": the endurance a
+ * drive is rated for is a long-run average (drive writes per day over its warranty), and a
+ * bucket bounds exactly that (at most one burst above rate x time, over any span), with
+ * O(1) state and a smooth refill. Why a day's burst and not an hour's: pagetier's writes
+ * come in bursts (a container going idle writes its whole footprint at once), and an
+ * hour's share is a small fraction of a small drive: 170 MiB for a 4 GiB namespace, less
+ * than one idle offload in the test VM, which stopped cold offload within a minute of
+ * ordinary use. Endurance is not spent faster for being spent in bursts. A daemon
+ * restarted in a loop (the bucket starts full: nothing is persisted) could write a day's
+ * budget per restart; systemd's restart limits bound that. Writes beyond the bucket
+ * (noticed after the fact: SMART is sampled every PT_WEAR_SAMPLE_MS) are a debt paid back
+ * before offload resumes, of one period's budget at most, so that a burst of writes that
+ * were not ours (a dd to another partition of the drive) stops offload for a period at
+ * most.
  *
  * Pure: the budget's parsing, the bucket and the levels; no I/O, so unit tested.
  */
@@ -51,7 +54,7 @@
 /* slow-idle: idle offload at this fraction of offload_rate (never below 1 MiB/s). */
 #define PT_WEAR_SLOW_DIVISOR	4
 /* The bucket: this much of the period's refill, at most the whole budget. */
-#define PT_WEAR_BURST_MS	3600000ULL
+#define PT_WEAR_BURST_MS	86400000ULL
 /* Media errors that rose stop new offload for this long after the last rise. */
 #define PT_WEAR_MEDIA_HOLD_MS	3600000ULL
 /* The SMART log is an admin command to the drive: read at most this often. */

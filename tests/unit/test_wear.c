@@ -97,19 +97,23 @@ static void test_start(void **state)
 	char why[64];
 
 	(void)state;
-	/* 1 DWPD of a 4 GiB drive: 4 GiB a day, a bucket of an hour of it. */
+	/* 1 DWPD of a 4 GiB drive: 4 GiB a day, a bucket of all of it. */
 	memset(&d, 0, sizeof(d));
 	d.capacity_bytes = 4ULL << 30;
 	pt_wear_budget_default(&b);
 	pt_wear_drive_start(&d, &b);
 	assert_true(d.budget_bytes == 4ULL << 30);
-	assert_int_equal(d.burst, (int64_t)((4ULL << 30) / 24));
+	assert_int_equal(d.burst, (int64_t)(4ULL << 30));
 	assert_int_equal(d.tokens, d.burst);
 	/* 0.5 DWPD. */
 	assert_int_equal(pt_wear_parse_budget("0.5dwpd", &b, why, sizeof(why)), 0);
 	pt_wear_drive_start(&d, &b);
 	assert_true(d.budget_bytes == 2ULL << 30);
-	/* A period under an hour: the bucket is the whole budget. */
+	/* A weekly budget: the bucket holds a day of it. */
+	assert_int_equal(pt_wear_parse_budget("7G/168h", &b, why, sizeof(why)), 0);
+	pt_wear_drive_start(&d, &b);
+	assert_true(d.budget_bytes == 7ULL << 30 && d.burst == 1LL << 30);
+	/* A period under a day: the bucket is the whole budget. */
 	assert_int_equal(pt_wear_parse_budget("64M/10m", &b, why, sizeof(why)), 0);
 	pt_wear_drive_start(&d, &b);
 	assert_true(d.budget_bytes == 64ULL << 20 && d.burst == 64LL << 20);
