@@ -303,8 +303,12 @@ def start_pagetierd(work, scale):
         # host's coldest chunks before the kernel has to reclaim. poll_interval is the
         # product's default (500 ms): a sampling period, not a policy's time constant, so
         # not time-scaled (the watermark is checked each scan_interval whatever it is).
+        # write_budget off: the emulated swap drive is 4 GiB, 4x the guest's RAM where a
+        # host's drive is tens of times its RAM, and a run of minutes stands for hours, so
+        # the default (1 drive write per day) would bind at about N = 18 on what a real
+        # drive would not notice. The budget is a test of its own (tests/e2e/wear_budget.py).
         f.write(f"[daemon]\nruntime_dir = {conf}/run\n"
-                f"free_watermark = {meminfo()['MemTotal'] // 8 // MIB}M\n")
+                f"free_watermark = {meminfo()['MemTotal'] // 8 // MIB}M\nwrite_budget = off\n")
     with open(os.path.join(conf, "containers.d", "density.conf"), "w") as f:
         for c in CRIT:
             f.write(f"[{c}]\nmatch_cgroup = /{PARENT}/{c}\nclass = critical\n\n")
