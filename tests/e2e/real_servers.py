@@ -283,11 +283,11 @@ def main():
         # memcached's LRU crawler does, it is large without a byte written under load.)
         for n in srv:
             written = snap.get(n, {}).get("tier_written_bytes", 0) - written_before[n]
-            cold = snap.get(n, {}).get("cold_offloaded_bytes", 0)
+            cold_bytes = snap.get(n, {}).get("cold_offloaded_bytes", 0)
             figures[n]["written_under_load_MiB"] = round(written / MIB, 1)
-            tap.ok(written <= max(4 * MIB, 2 * cold),
+            tap.ok(written <= max(4 * MIB, 2 * cold_bytes),
                    f"{n}: no churn under load: {written / MIB:.1f} MiB written to the tier "
-                   f"in {LOAD_S} s ({cold // MIB} MiB offloaded cold)", json.dumps(snap.get(n)))
+                   f"in {LOAD_S} s ({cold_bytes // MIB} MiB offloaded cold)", json.dumps(snap.get(n)))
         # What it does not touch stays out (memcached's LRU crawler reads every item now
         # and then: its figures are reported, see the closing note of issue 16).
         for n in ("redis", "nginx", "postgres"):
