@@ -4,8 +4,13 @@ density.csv (every point), density.md (the tables) and density.png (the plot, in
 manner of the study's Figure 1: critical throughput and p99 against N, one line per
 configuration, the SLO band shaded; one row of panels per kernel and device profile).
 
-    report.py DIR [--check]      --check: exit 1 unless every run has its solo point and
-                                 one point with noise (make test's smoke run)
+    report.py DIR [--carry CSV] [--check]
+        --carry CSV: runs (kernel x profile x configuration) that DIR has no result of are
+                     carried over from an earlier report's CSV (the committed
+                     results/density.csv), so that the matrix accumulates across sessions;
+                     they are marked "earlier" in the tables
+        --check:     exit 1 unless every run has its solo point and one point with noise
+                     (make test's smoke run)
 
 Density at SLO (issue 10's definition): the largest N such that at every N up to it the
 critical p99 stays within SLO_P99 (110%) of its solo figure (N = 0, same run) and its
@@ -60,6 +65,52 @@ def load(d):
     return sorted(runs, key=key)
 
 
+def _num(v):
+    if v in ("", "None", None):
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        try:
+            return float(v)
+        except ValueError:
+            return v == "True" if v in ("True", "False") else v
+
+
+def carried(csv_path, have):
+    """Runs rebuilt from an earlier report's CSV rows, for the (kernel, profile, config)
+    combinations not in @have: enough of each step for the tables, the density and the
+    plot (the latency samples and per-container details stay in that run's JSON)."""
+    runs = {}
+    with open(csv_path, newline="") as f:
+        for w in csv.DictReader(f):
+            key = (w["kernel"], w["profile"], w["config"])
+            if key in have:
+                continue
+            w = {k: _num(v) for k, v in w.items()}
+            crit = {k: w[k] for k in ("throughput_per_s", "offered_per_s", "failed", "min_ms",
+                                      "p50_ms", "p95_ms", "p99_ms", "max_ms")}
+            crit["completed"] = bool(w["throughput_per_s"])
+            step = {"noise": w["noise"], "crit": crit, "crit_alive": bool(w["throughput_per_s"]),
+                    "noise_client": {"p50_ms": w["noise_p50_ms"], "p99_ms": w["noise_p99_ms"],
+                                     "failed": w["noise_errors"]},
+                    "noise_alive": w["noise"], "crit_stall_ms": {"all": w["crit_stall_ms"] or 0},
+                    **{k: w[k] for k in ("noise_resident_MiB", "swapped_MiB", "on_tier_MiB",
+                                         "device_written_MiB", "pagetierd_cpu_s",
+                                         "mem_available_MiB", "oom_kill")}}
+            r = runs.setdefault(key, {"kernel": key[0], "profile": key[1], "config": key[2],
+                                      "steps": [], "carried": True})
+            r["steps"].append(step)
+    for r in runs.values():
+        r["steps"].sort(key=lambda s: s["noise"])
+        st = r["steps"]
+        if st and st[0]["noise"] == 0 and st[-1]["crit"]["p99_ms"] and st[0]["crit"]["p99_ms"] \
+                and st[-1]["crit"]["p99_ms"] > 10 * st[0]["crit"]["p99_ms"]:
+            r["stopped"] = (f"N={st[-1]['noise']}: critical p99 {st[-1]['crit']['p99_ms']} ms, "
+                            f"over 10x solo ({st[0]['crit']['p99_ms']} ms)")
+    return list(runs.values())
+
+
 def rows(runs):
     for r in runs:
         solo = r["steps"][0] if r["steps"] and r["steps"][0]["noise"] == 0 else None
@@ -80,20 +131,25 @@ def rows(runs):
 
 def markdown(runs):
     out = []
-    r0 = runs[0]
+    r0 = next((r for r in runs if not r.get("carried")), None)
+    if r0 is None:
+        out.append("(every run carried from an earlier report)\n")
+        r0 = {k: "?" for k in ("ram_MiB", "crit_MiB", "rate", "noise_MiB", "settle_s",
+                               "measure_s", "time_scale")}
     out.append(f"{r0['ram_MiB']} MiB guest; critical service {r0['crit_MiB']} MiB (redis) + "
                f"nginx at {r0['rate']} tx/s open loop; noise containers of {r0['noise_MiB']} MiB; "
                f"{r0['settle_s']} s settle + {r0['measure_s']} s measured per N; time "
                f"constants / {r0['time_scale']}. SLO: p99 within {SLO_P99:.0%} and throughput "
                f"within {SLO_THROUGHPUT:.0%} of solo, no noise error.\n")
     out.append("| kernel | profile | configuration | density at SLO (N) | solo p99 ms | "
-               "last N run | why it stopped |")
-    out.append("|---|---|---|---|---|---|---|")
+               "last N run | why it stopped | measured |")
+    out.append("|---|---|---|---|---|---|---|---|")
     for r in runs:
         solo = r["steps"][0]["crit"]["p99_ms"] if r["steps"] else None
         last = r["steps"][-1]["noise"] if r["steps"] else None
         out.append(f"| {r['kernel']} | {r['profile']} | {r['config']} | {density(r['steps'])} | "
-                   f"{solo} | {last} | {r.get('stopped', 'end of the sweep')} |")
+                   f"{solo} | {last} | {r.get('stopped', 'end of the sweep')} | "
+                   f"{'earlier (carried)' if r.get('carried') else 'this report'} |")
     out.append("")
     out.append("| kernel | profile | configuration | N | tx/s | p50 | p95 | p99 | max (ms) | "
                "in SLO | noise p99 ms / errors | noise resident MiB | swapped MiB | "
@@ -154,6 +210,14 @@ def plot(runs, path):
 def main():
     d = sys.argv[1]
     runs = load(d)
+    if "--carry" in sys.argv:
+        src = sys.argv[sys.argv.index("--carry") + 1]
+        if os.path.exists(src):
+            have = {(r["kernel"], r["profile"], r["config"]) for r in runs}
+            runs += carried(src, have)
+            key = (lambda r: (r["kernel"], r["profile"] != "unthrottled",
+                              ORDER.index(r["config"]) if r["config"] in ORDER else 99))
+            runs.sort(key=key)
     if not runs:
         sys.exit(f"report: no density-*.json in {d}")
     with open(os.path.join(d, "density.csv"), "w", newline="") as f:

@@ -10,6 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from openloop import OpenLoop, Zipf, percentile, schedule, summarize  # noqa: E402
+import report  # noqa: E402
 from report import density  # noqa: E402
 from senpai import SenpaiLaw  # noqa: E402
 
@@ -123,6 +124,38 @@ class Report(unittest.TestCase):
         self.assertEqual(density([s(0, 25, 10), s(2, 25, 10, alive=False)]), 0)
         self.assertEqual(density([s(0, 25, 10), s(2, 25, 10, noise_failed=1)]), 0)
         self.assertIsNone(density([s(2, 25, 10)]))			# no solo point
+
+    def test_carry_from_csv(self):
+        """A run written to the CSV and carried back has the same density; a run the new
+        results have is not carried."""
+        import csv
+        import tempfile
+
+        def full(n, tput, p99):
+            st = self.step(n, tput, p99)
+            st["crit"].update(failed=0, min_ms=1, p50_ms=2, p95_ms=3, max_ms=p99 + 1,
+                              completed=True)
+            st.update(crit_stall_ms={"crit-db": 5}, noise_resident_MiB=10, swapped_MiB=0,
+                      on_tier_MiB=0, device_written_MiB=0, pagetierd_cpu_s=None,
+                      mem_available_MiB=100, oom_kill=0)
+            st["noise_client"].update(p50_ms=1, p99_ms=2)
+            return st
+        run = {"kernel": "6.12", "profile": "cloud", "config": "swap",
+               "steps": [full(0, 25, 10), full(2, 25, 10.5), full(4, 25, 120)]}
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False, newline="") as f:
+            w = csv.DictWriter(f, fieldnames=report.FIELDS)
+            w.writeheader()
+            for row in report.rows([run]):
+                w.writerow(row)
+        try:
+            back = report.carried(f.name, set())
+            self.assertEqual(len(back), 1)
+            self.assertTrue(back[0]["carried"])
+            self.assertEqual(density(back[0]["steps"]), density(run["steps"]))
+            self.assertIn("over 10x solo", back[0]["stopped"])
+            self.assertEqual(report.carried(f.name, {("6.12", "cloud", "swap")}), [])
+        finally:
+            os.unlink(f.name)
 
 
 if __name__ == "__main__":
