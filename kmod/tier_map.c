@@ -251,11 +251,9 @@ u16 pt_cg_get(struct pt_tier *t, u64 id)
 	u32 i;
 
 	lockdep_assert_held(&t->lock);
-	if (!id)
-		return PT_CG_UNATTRIBUTED;
-	hash_for_each_possible(t->cg_hash, c, node, id)
-		if (c->id == id)
-			return c - t->cg;
+	i = pt_cg_find(t, id);
+	if (i)
+		return i;
 
 	if (t->cg_used < t->nr_cg) {
 		i = t->cg_used++;

@@ -23,7 +23,7 @@ step_limit() {
 	hotness | preload_apps) echo 600 ;;
 	real_servers) echo 900 ;;
 	wake_kinds) echo 300 ;;
-	wear_budget) echo 600 ;;
+	wear_budget | crun_containers) echo 600 ;;
 	*) echo 600 ;;
 	esac
 }
@@ -50,7 +50,7 @@ done
 # The end-to-end scenarios: real containers (cgroups), the daemon, swap on the tier.
 for e2e in idle_wake:e2e hotness:e2e-hotness packet_wake:e2e-packet-wake \
 	preload_apps:e2e-preload-apps real_servers:e2e-real-servers wake_kinds:e2e-wake-kinds \
-	wear_budget:e2e-wear-budget; do
+	wear_budget:e2e-wear-budget crun_containers:e2e-crun-containers; do
 	name=${e2e%%:*}
 	wanted "$name" || continue
 	pt_step "e2e: $name" "$(step_limit "$name")" "$out/${e2e#*:}.tap" \
