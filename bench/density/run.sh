@@ -2,7 +2,9 @@
 # The density benchmark: one VM run per kernel x device profile x configuration (a fresh
 # guest each, one after the other, never two at once); each run's result is kept under
 # build/bench/density/ and replaces only its own earlier result, so that the matrix can be
-# completed in parts. Then the CSV, the tables and the plot of everything there (report.py).
+# completed in parts. Then the CSV, the tables and the plot of everything there (report.py),
+# with the runs it lacks carried from the committed results/density.csv. To publish: copy
+# build/bench/density/density.{csv,md,png} to bench/density/results/.
 # Emulated (QEMU TCG) figures: compare configurations measured on the same machine.
 #
 #   bench/density/run.sh                      (make bench-density)
@@ -82,6 +84,10 @@ for r in "${runs[@]}"; do
 	fi
 done
 echo "== density: $i runs in $(( ($(date +%s) - t0) / 60 )) min"
-# The plot needs matplotlib: Debian's python3-matplotlib, for Debian's python3.
-"${PT_REPORT_PYTHON:-/usr/bin/python3}" "$PT_TOP/bench/density/report.py" "$out" || rc=1
+# The plot needs matplotlib: Debian's python3-matplotlib, for Debian's python3. Runs this
+# machine has no result of are carried from the committed CSV (bench/density/results/),
+# so that a matrix completed over several sessions reports whole; not for the smoke run.
+carry=()
+[ "${SMOKE:-0}" = 1 ] || carry=(--carry "$PT_TOP/bench/density/results/density.csv")
+"${PT_REPORT_PYTHON:-/usr/bin/python3}" "$PT_TOP/bench/density/report.py" "$out" "${carry[@]}" || rc=1
 exit $rc
