@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "config.h"
+#include "status.h"
 
 void pt_wear_budget_default(struct pt_wear_budget *b)
 {
@@ -370,48 +371,32 @@ void pt_wear_status_text(FILE *out, const struct pt_wear *w, const struct pt_wea
 	}
 }
 
-static void json_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
 void pt_wear_status_json(FILE *out, const struct pt_wear *w, const struct pt_wear_budget *b)
 {
 	char bs[64];
 
 	pt_wear_budget_format(b, bs, sizeof(bs));
 	fprintf(out, "{\"level\":\"%s\",\"write_budget\":", pt_wear_level_name(w->level));
-	json_str(out, bs);
+	pt_json_string(out, bs);
 	fprintf(out, ",\"offloads_deferred\":%llu,\"drives\":[", (unsigned long long)w->deferred);
 	for (int i = 0; i < w->n; i++) {
 		const struct pt_wear_drive *d = &w->drives[i];
 
 		fprintf(out, "%s{\"drive\":", i ? "," : "");
-		json_str(out, d->name);
+		pt_json_string(out, d->name);
 		fprintf(out, ",\"namespace\":");
-		json_str(out, d->ns_dev);
+		pt_json_string(out, d->ns_dev);
 		fprintf(out, ",\"model\":");
-		json_str(out, d->model);
+		pt_json_string(out, d->model);
 		fprintf(out, ",\"serial\":");
-		json_str(out, d->serial);
+		pt_json_string(out, d->serial);
 		fprintf(out, ",\"firmware\":");
-		json_str(out, d->firmware);
+		pt_json_string(out, d->firmware);
 		fprintf(out, ",\"capacity_bytes\":%llu,\"accounted\":%s,\"samples\":%llu,\"level\":\"%s\",\"why\":",
 			(unsigned long long)d->capacity_bytes,
 			d->enabled && d->samples ? "true" : "false", (unsigned long long)d->samples,
 			pt_wear_level_name(d->level));
-		json_str(out, d->why);
+		pt_json_string(out, d->why);
 		fprintf(out,
 			",\"data_written_bytes\":%llu,\"written_since_start_bytes\":%llu"
 			",\"data_read_bytes\":%llu,\"percentage_used\":%u,\"available_spare\":%u"
