@@ -346,14 +346,20 @@ int BPF_PROG(pt_wakeup_raw, struct task_struct *p)
 
 /*
  * Requests over unix stream sockets (a database's local clients, sidecars): no packet
- * reaches cgroup_skb for them, so the read of one is the signal, in the reading task's
- * cgroup. Counted as a packet (flags AF_UNIX), under the same per-cgroup interval.
+ * reaches cgroup_skb for them, so a read that returned data is the signal, in the reading
+ * task's cgroup. Counted as a packet (flags AF_UNIX), under the same per-cgroup interval.
+ * On return, not on entry: a server whose socket is non-blocking calls recvmsg again each
+ * time its event loop wakes for anything else (PostgreSQL's idle backend does when its
+ * statistics timer sets its latch, about 10 s after its last query) and gets -EAGAIN,
+ * which is no request; and a blocking reader enters recvmsg long before the request comes.
  */
-static __always_inline int on_unix_recv(void)
+static __always_inline int on_unix_recv(long ret)
 {
 	struct pt_bpf_cgroup *cg;
 	__u64 id, now;
 
+	if (ret <= 0)
+		return 0;
 	cg = lookup_cgroup(bpf_get_current_cgroup_id(), PT_BPF_EV_NET);
 	if (!cg)
 		return 0;
@@ -367,16 +373,17 @@ static __always_inline int on_unix_recv(void)
 }
 
 /* static int unix_stream_recvmsg(struct socket *sock, struct msghdr *msg, size_t size, int flags) */
-SEC("fentry/unix_stream_recvmsg")
-int BPF_PROG(pt_unix_recv, struct socket *sock)
+SEC("fexit/unix_stream_recvmsg")
+int BPF_PROG(pt_unix_recv, struct socket *sock, struct msghdr *msg, size_t size, int flags,
+	     int ret)
 {
-	return on_unix_recv();
+	return on_unix_recv(ret);
 }
 
-SEC("kprobe/unix_stream_recvmsg")
-int BPF_KPROBE(pt_unix_recv_kp)
+SEC("kretprobe/unix_stream_recvmsg")
+int BPF_KRETPROBE(pt_unix_recv_kp, int ret)
 {
-	return on_unix_recv();
+	return on_unix_recv(ret);
 }
 
 /*

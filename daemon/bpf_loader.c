@@ -16,7 +16,7 @@
 #include "log.h"
 #include "pagetier.skel.h"	/* generated: make -C bpf O=build/bpf, build with -Ibuild/bpf */
 
-enum cand_kind { K_TP_BTF, K_RAW_TP, K_FENTRY, K_KPROBE, K_CGROUP_SKB };
+enum cand_kind { K_TP_BTF, K_RAW_TP, K_FENTRY, K_FEXIT, K_KPROBE, K_KRETPROBE, K_CGROUP_SKB };
 
 struct cand {
 	const char *prog;	/* program name in pagetier.bpf.c */
@@ -49,8 +49,8 @@ static const struct signal signals[] = {
 	{ "net", {
 		{ "pt_ingress", K_CGROUP_SKB, "ingress" } }, 1 },
 	{ "unix", {
-		{ "pt_unix_recv", K_FENTRY, "unix_stream_recvmsg" },
-		{ "pt_unix_recv_kp", K_KPROBE, "unix_stream_recvmsg" } }, 2 },
+		{ "pt_unix_recv", K_FEXIT, "unix_stream_recvmsg" },
+		{ "pt_unix_recv_kp", K_KRETPROBE, "unix_stream_recvmsg" } }, 2 },
 };
 
 #define NR_SIGNALS (sizeof(signals) / sizeof(signals[0]))
@@ -138,7 +138,10 @@ static bool cand_target_exists(const struct cand *c)
 		return libbpf_find_vmlinux_btf_id(c->target, BPF_TRACE_RAW_TP) > 0;
 	case K_FENTRY:
 		return libbpf_find_vmlinux_btf_id(c->target, BPF_TRACE_FENTRY) > 0;
+	case K_FEXIT:
+		return libbpf_find_vmlinux_btf_id(c->target, BPF_TRACE_FEXIT) > 0;
 	case K_KPROBE:
+	case K_KRETPROBE:
 		return kallsyms_has(c->target);
 	case K_RAW_TP:		/* the attach tells */
 	case K_CGROUP_SKB:
@@ -153,7 +156,9 @@ static const char *kind_name(enum cand_kind kind)
 	case K_TP_BTF: return "tp_btf";
 	case K_RAW_TP: return "raw_tp";
 	case K_FENTRY: return "fentry";
+	case K_FEXIT: return "fexit";
 	case K_KPROBE: return "kprobe";
+	case K_KRETPROBE: return "kretprobe";
 	case K_CGROUP_SKB: return "cgroup_skb";
 	}
 	return "?";

@@ -138,6 +138,52 @@ static void busy(const char *dir, bool swap)
 	}
 }
 
+static int on_event(const struct pt_bpf_event *e, void *arg);
+
+/*
+ * A unix stream server in cgroup @dir: @reads reads of its socket, 120 ms apart (past the
+ * per-cgroup interval of net events), each of which finds data when @with_data, or finds
+ * none (-EAGAIN, as a non-blocking server's event loop gets when it wakes for anything
+ * else) when not.
+ */
+static void unix_reader(const char *dir, bool with_data, int reads)
+{
+	char path[512], buf[32];
+	int sv[2];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) != 0)
+		_exit(2);
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		_exit(3);
+	for (int i = 0; i < reads; i++) {
+		if (with_data && write(sv[1], "q", 1) != 1)
+			_exit(4);
+		if (recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT) < 0 && with_data)
+			_exit(5);
+		usleep(120 * 1000);
+	}
+	_exit(0);
+}
+
+/* Net events of cgroup @row while a unix_reader() runs there. */
+static uint64_t unix_events(struct pt_bpf *b, const char *dir, int row, bool with_data)
+{
+	pid_t pid;
+	int status;
+
+	pt_bpf_poll(b, on_event, NULL);
+	memset(counts, 0, sizeof(counts));
+	pid = fork();
+	if (pid == 0)
+		unix_reader(dir, with_data, 8);
+	waitpid(pid, &status, 0);
+	pt_bpf_poll(b, on_event, NULL);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? counts[row][PT_BPF_EV_NET] : UINT64_MAX;
+}
+
 static int on_event(const struct pt_bpf_event *e, void *arg)
 {
 	int row = NGROUPS;
@@ -306,6 +352,20 @@ int main(int argc, char **argv)
 		check(woke == 1, "a wakeup of the reader for b's events");
 	}
 	pt_bpf_poll(b, on_event, NULL);
+
+	/*
+	 * Unix stream sockets, when the kernel has the attach point: a read that returns data
+	 * is a request; one that finds nothing is not.
+	 */
+	if (strstr(report, "unix=") && !strstr(report, "unix=none")) {
+		uint64_t empty = unix_events(b, dir[1], 1, false);
+		uint64_t data = unix_events(b, dir[1], 1, true);
+
+		printf("# unix reads in b: %" PRIu64 " net events from empty reads, %" PRIu64
+		       " from reads of data\n", empty, data);
+		check(empty == 0, "no net event for unix reads that find nothing (-EAGAIN)");
+		check(data != UINT64_MAX && data > 0, "net events for unix reads that return data");
+	}
 
 out_close:
 	pt_bpf_close(b);
