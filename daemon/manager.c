@@ -218,6 +218,37 @@ static void on_signal(struct pt_manager *m, struct pt_context *ctx, struct pt_si
 }
 
 /*
+ * The two back-offs, the tiers' fill (tier_fill.h) and the drives' write budget (wear.h),
+ * as one: cold offload of active containers is held first, all new offload next. With
+ * @count, what is held is counted against the back-off that held it.
+ */
+static bool cold_held(struct pt_manager *m, bool count)
+{
+	if (m->fill_level >= PT_FILL_NO_COLD) {
+		m->fill_deferred += count;
+		return true;
+	}
+	if (m->wear.level >= PT_WEAR_NO_COLD) {
+		m->wear.deferred += count;
+		return true;
+	}
+	return false;
+}
+
+static bool offload_held(struct pt_manager *m, bool count)
+{
+	if (m->fill_level >= PT_FILL_FULL) {
+		m->fill_deferred += count;
+		return true;
+	}
+	if (m->wear.level >= PT_WEAR_STOP) {
+		m->wear.deferred += count;
+		return true;
+	}
+	return false;
+}
+
+/*
  * Cold offload of an active context: one scan interval's worth of offload_rate at most,
  * whether it follows a scan or the previous offload (tick_ctx), so that it stays paced.
  */
@@ -244,11 +275,7 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 
 		if (trim)
 			submit(m, trim);
-		else if (m->fill_level >= PT_FILL_NO_COLD)
-			m->fill_deferred++;	/* the tiers are nearly full: cold chunks wait */
-		else if (m->wear.level >= PT_WEAR_NO_COLD)
-			m->wear.deferred++;	/* the drives' write budget runs low: likewise */
-		else
+		else if (!cold_held(m, true))
 			submit_cold(m, ctx, pt_now_ms());
 	}
 	if (ctx && ctx->wake_pending) {
@@ -408,7 +435,7 @@ static void keep_watermark(struct pt_manager *m, uint64_t now)
 	int *map, n_src = 0, n;
 
 	if (!m->cfg.free_watermark || now - m->last_watermark_ms < m->cfg.scan_interval_ms ||
-	    m->fill_level >= PT_FILL_FULL || m->wear.level >= PT_WEAR_STOP)
+	    offload_held(m, false))
 		return;
 	m->last_watermark_ms = now;
 	avail = mem_available(m->meminfo_path);
@@ -508,11 +535,8 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 		ctx->offload_pending = true;
 	}
 	if (ctx->idle.state == PT_STATE_IDLE && ctx->offload_pending) {
-		if (m->fill_level >= PT_FILL_FULL) {
-			m->fill_deferred++;	/* held until the tiers have room again */
-		} else if (m->wear.level >= PT_WEAR_STOP) {
-			m->wear.deferred++;	/* held until the drives' budget refills */
-		} else if (!ctx->busy && !trim_pending(m, ctx, now)) {
+		/* Held, it goes once the tiers have room and the drives' budget refills. */
+		if (!offload_held(m, true) && !ctx->busy && !trim_pending(m, ctx, now)) {
 			ctx->offload_pending = false;
 			submit(m, pt_context_offload(ctx, pt_wear_idle_rate(m->wear.level,
 									  m->cfg.offload_rate)));
@@ -543,8 +567,7 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 		submit(m, a);
 	} else if (ctx->idle.state == PT_STATE_ACTIVE && now < pt_context_next_scan_ms(ctx)) {
 		/* Between two scans of a steady context: more cold chunks, at the same pace. */
-		if (ctx->cold_more && !ctx->busy && m->fill_level < PT_FILL_NO_COLD &&
-		    m->wear.level < PT_WEAR_NO_COLD &&
+		if (ctx->cold_more && !ctx->busy && !cold_held(m, false) &&
 		    now - ctx->last_cold_ms >= m->cfg.scan_interval_ms)
 			submit_cold(m, ctx, now);
 	} else if (ctx->idle.state == PT_STATE_ACTIVE) {
