@@ -38,7 +38,7 @@ uint64_t pt_now_ms(void)
  * in flight), and the steps of the cold offload's drop, an idle trim's and an active one's:
  * an active container's step is smallest, as a step that writes costs its size.
  */
-#define PT_COLD_DROP_WAIT_MS 100
+#define PT_DROP_WAIT_MS 100
 #define PT_COLD_DROP_STEP (8ULL << 20)
 #define PT_TRIM_IDLE_STEP (4ULL << 20)
 #define PT_TRIM_ACTIVE_STEP (2ULL << 20)
@@ -515,7 +515,7 @@ static uint64_t drop_swapcache(const char *dir, uint64_t target, uint64_t max_re
 			 (unsigned long long)(cur1 >> 10));
 		if (cur1 >= cur0) {
 			/* Nothing freed: write-back still in flight. Give it a moment. */
-			struct timespec ts = { .tv_nsec = PT_COLD_DROP_WAIT_MS * 1000000L };
+			struct timespec ts = { .tv_nsec = PT_DROP_WAIT_MS * 1000000L };
 
 			nanosleep(&ts, NULL);
 		}
