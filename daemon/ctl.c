@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ctl.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "status.h"
@@ -29,7 +28,16 @@ static void host_mem(const struct pt_manager *m, struct pt_host_mem *h)
 	pt_host_offloaded(h, m->ctxs, m->n_ctxs);
 }
 
-static void answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *out)
+/* The drives' wear, one more member of the status object. */
+static void wear_member(FILE *out, const void *arg)
+{
+	const struct pt_manager *m = arg;
+
+	fputs(",\"wear\":", out);
+	pt_wear_status_json(out, &m->wear, &m->cfg.write_budget);
+}
+
+void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *out)
 {
 	size_t len = strcspn(req, "\r\n");
 	struct pt_host_mem host;
@@ -50,7 +58,7 @@ static void answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *
 	} else if (len == 11 && strncmp(req, "status json", 11) == 0) {
 		host_mem(m, &host);
 		pt_status_json(out, m->ctxs, m->n_ctxs, pt_manager_backend(m), m->bpf_unmatched,
-			       &host);
+			       &host, wear_member, m);
 	} else if (len == 10 && strncmp(req, "containers", 10) == 0) {
 		containers(m, out);
 	} else if (len > 9 && strncmp(req, "prefetch ", 9) == 0) {
@@ -65,32 +73,4 @@ static void answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *
 	} else {
 		fprintf(out, "error: unknown request '%.*s'\n", (int)len, req);
 	}
-}
-
-/*
- * "status json" gets the drives' wear as one more key of its object ("wear"), added here
- * so that the status's own rendering (status.c) need not know of it.
- */
-void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *out)
-{
-	size_t len = strcspn(req, "\r\n"), size = 0;
-	char *buf = NULL, *end;
-	FILE *mf;
-
-	if (len != 11 || strncmp(req, "status json", 11) || !(mf = open_memstream(&buf, &size))) {
-		answer(m, req, peer_uid, out);
-		return;
-	}
-	answer(m, req, peer_uid, mf);
-	fclose(mf);
-	end = buf ? strrchr(buf, '}') : NULL;
-	if (!end) {
-		fputs(buf ? buf : "", out);
-	} else {
-		fwrite(buf, 1, (size_t)(end - buf), out);
-		fputs(",\"wear\":", out);
-		pt_wear_status_json(out, &m->wear, &m->cfg.write_budget);
-		fputs(end, out);
-	}
-	free(buf);
 }

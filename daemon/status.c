@@ -122,7 +122,8 @@ void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n,
 }
 
 void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const char *backend,
-		    uint64_t bpf_unmatched, const struct pt_host_mem *host)
+		    uint64_t bpf_unmatched, const struct pt_host_mem *host,
+		    void (*more)(FILE *out, const void *arg), const void *more_arg)
 {
 	fprintf(out, "{\"backend\":");
 	pt_json_string(out, backend);
@@ -186,5 +187,8 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 		pt_json_string(out, c->wake_source);
 		fputc('}', out);
 	}
-	fprintf(out, "]}\n");
+	fputc(']', out);
+	if (more)
+		more(out, more_arg);	/* members of other modules' (the drives' wear) */
+	fprintf(out, "}\n");
 }

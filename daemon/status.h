@@ -16,7 +16,8 @@
 void pt_status_table(FILE *out, const struct pt_context *ctxs, size_t n,
 		     const struct pt_host_mem *host);
 void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const char *backend,
-		    uint64_t bpf_unmatched, const struct pt_host_mem *host);
+		    uint64_t bpf_unmatched, const struct pt_host_mem *host,
+		    void (*more)(FILE *out, const void *arg), const void *more_arg);
 /* Writes @s as a JSON string literal. */
 void pt_json_string(FILE *out, const char *s);
 /* Human size: "256.0M", "1.2G", "0". */

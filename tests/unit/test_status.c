@@ -22,7 +22,7 @@ static char *render_host(bool as_json, const struct pt_context *c, size_t n,
 	FILE *f = open_memstream(&buf, &len);
 
 	if (as_json)
-		pt_status_json(f, c, n, "pagetier.ko", 0, h);
+		pt_status_json(f, c, n, "pagetier.ko", 0, h, NULL, NULL);
 	else
 		pt_status_table(f, c, n, h);
 	fclose(f);
