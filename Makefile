@@ -3,6 +3,7 @@
 #   make deps    install what the build and the tests need (Debian packages, PyPI)
 #   make         build pagetier.ko for every target kernel, pagetierd, pagetierctl, ...
 #   make test    unit tests (ASan+UBSan), then the VM suite on the 6.1 and 6.12 kernels
+#   make test-debug  the VM suite and fault injection on a KASAN/lockdep/kmemleak 6.12 kernel
 #   make demo    the end-to-end scenario in a VM, with a report
 #   make bench-density  the density benchmark (bench/density/README.md; hours: QUICK=1)
 #   make bench-scale    pagetierd at 10..3,000 containers (bench/scale/README.md; hours: QUICK=1)
@@ -37,11 +38,11 @@ UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/te
 MAN_SRC        := $(wildcard docs/man/*.scd)
 MAN_PAGES      := $(foreach s,$(MAN_SRC),$(B)/man/man$(subst .,,$(suffix $(basename $(s))))/$(notdir $(basename $(s))))
 
-.PHONY: all deps kmod daemon tools kselftest bpf libpreload man test unit unit-packaging host-test vm-test faults demo lint install install-dkms fuzz clean help bench-density density-smoke bench-scale bench-scale-micro scale-smoke
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload man test test-debug unit unit-packaging host-test vm-test faults demo lint install install-dkms fuzz clean help bench-density density-smoke bench-scale bench-scale-micro scale-smoke
 all: kmod bpf libpreload daemon tools kselftest man
 
 help:
-	@sed -n '2,11p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@scripts/deps.sh
@@ -203,6 +204,18 @@ scale-smoke: all $(B)/bench/scale/micro
 
 faults: all
 	@tests/vm/faults/run.sh $(KERNELS)
+
+# The module under the kernel's checkers (issue 12): a 6.12 kernel built from Debian's
+# source with KASAN, lockdep, DEBUG_ATOMIC_SLEEP, kmemleak and fault injection
+# (tests/vm/debug-kernel.sh, cached under build/debug-kernel: about 40 minutes the first
+# time), then the VM suite (plus the debug_faults scenario and a kmemleak scan) and the
+# blkdebug fault injection on it. Too long for make test: run it before every change to kmod/.
+test-debug: deps all
+	@set -e; kv=$$(tests/vm/debug-kernel.sh | tail -n 1); rc=0; \
+	 PT_VM_TIMEOUT=$${PT_VM_TIMEOUT:-7200} PT_STEP_SCALE=$${PT_STEP_SCALE:-4} \
+	   tests/vm/run-suite.sh $$kv || rc=1; \
+	 PT_FAULTS_TIMEOUT=$${PT_FAULTS_TIMEOUT:-1200} tests/vm/faults/run.sh $$kv || rc=1; \
+	 [ $$rc = 0 ] && echo "test-debug: green on $$kv" || { echo "test-debug: FAILED on $$kv" >&2; exit 1; }
 
 # Host checks that need root and the running kernel: the BPF programs load, attach and
 # filter by cgroup on the host's kernel too; real programs (python3, sqlite3, redis) give

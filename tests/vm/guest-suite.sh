@@ -15,7 +15,13 @@ modprobe loop 2>/dev/null
 # hotness 84, packet_wake 11, preload_apps 87, real_servers 160, held to 900 s, wake_kinds
 # 20; the console
 # shows each step's time).
+# PT_STEP_SCALE (make test-debug: 4) multiplies them for a kernel whose checkers (KASAN,
+# lockdep, kmemleak) make everything slower.
 step_limit() {
+	echo $(( $(step_limit_base "$1") * ${PT_STEP_SCALE:-1} ))
+}
+
+step_limit_base() {
 	case $1 in
 	events_test | packet_wake) echo 180 ;;
 	scan_test | tier_test | idle_wake) echo 300 ;;
@@ -24,6 +30,7 @@ step_limit() {
 	real_servers) echo 900 ;;
 	wake_kinds) echo 300 ;;
 	wear_budget | crun_containers) echo 600 ;;
+	debug_faults) echo 900 ;;
 	*) echo 600 ;;
 	esac
 }
@@ -47,15 +54,54 @@ for t in "$top"/build/kselftest/*_test; do
 		env PAGETIER_TEST_BACKING=/dev/nvme0n1 "$t" || rc=1
 done
 
+# The debug kernel of make test-debug (tests/vm/debug-kernel.sh): its checkers are on, and
+# it runs the kernel's own fault injection too (debug_faults).
+debug_kernel=0
+case $kv in *-pagetier-debug) debug_kernel=1 ;; esac
+if [ "$debug_kernel" = 1 ]; then
+	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+	# A hung task is a failure to see, not a reboot: report it, go on.
+	echo 0 >/proc/sys/kernel/hung_task_panic 2>/dev/null
+fi
+
 # The end-to-end scenarios: real containers (cgroups), the daemon, swap on the tier.
-for e2e in idle_wake:e2e hotness:e2e-hotness packet_wake:e2e-packet-wake \
-	preload_apps:e2e-preload-apps real_servers:e2e-real-servers wake_kinds:e2e-wake-kinds \
-	wear_budget:e2e-wear-budget crun_containers:e2e-crun-containers; do
+e2es="idle_wake:e2e hotness:e2e-hotness packet_wake:e2e-packet-wake
+	preload_apps:e2e-preload-apps real_servers:e2e-real-servers wake_kinds:e2e-wake-kinds
+	wear_budget:e2e-wear-budget crun_containers:e2e-crun-containers"
+[ "$debug_kernel" = 1 ] && e2es+=" debug_faults:e2e-debug-faults"
+for e2e in $e2es; do
 	name=${e2e%%:*}
 	wanted "$name" || continue
 	pt_step "e2e: $name" "$(step_limit "$name")" "$out/${e2e#*:}.tap" \
 		python3 "$top/tests/e2e/$name.py" || rc=1
 done
+
+# kmemleak (the debug kernel): unreferenced objects allocated from pagetier.ko, while it is
+# still loaded so that their backtraces name its functions. Two scans, as kmemleak asks:
+# an object is reported once it has stayed unreferenced through a whole scan.
+if [ "$debug_kernel" = 1 ]; then
+	{
+		echo "TAP version 13"
+		if [ -w /sys/kernel/debug/kmemleak ]; then
+			echo scan >/sys/kernel/debug/kmemleak; sleep 5
+			echo scan >/sys/kernel/debug/kmemleak
+			cat /sys/kernel/debug/kmemleak >"$out/kmemleak.txt"
+			total=$(grep -c '^unreferenced object' "$out/kmemleak.txt")
+			ours=$(awk '/^unreferenced object/ {if (o) n++; o = 0} /\[pagetier\]/ {o = 1}
+				END {if (o) n++; print n + 0}' "$out/kmemleak.txt")
+			if [ "$ours" = 0 ]; then
+				echo "ok 1 kmemleak: no leak from pagetier.ko ($total unreferenced objects elsewhere in the kernel)"
+			else
+				echo "not ok 1 kmemleak: $ours leaks from pagetier.ko (of $total; build/vm/$kv/kmemleak.txt)"
+				grep -B8 -A8 '\[pagetier\]' "$out/kmemleak.txt" | head -60 | sed 's/^/#   /'
+			fi
+		else
+			echo "not ok 1 kmemleak: /sys/kernel/debug/kmemleak not writable (kmemleak off: $(dmesg | grep -m1 -i kmemleak))"
+		fi
+		echo "1..1"
+	} 2>&1 | tee "$out/kmemleak.tap"
+	grep -q '^not ok' "$out/kmemleak.tap" && rc=1
+fi
 
 echo "== module"
 {
