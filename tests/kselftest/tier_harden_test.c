@@ -9,6 +9,12 @@
  *    waiting for a prefetch held a bio of the pool writes clone from, and the prefetch
  *    engine, landing the read, needed one more from that pool: the readers and writers
  *    stalled until the parameter was cleared.
+ *  - destroy_during_prefetch (item 2): tiers destroyed, round after round, while their
+ *    prefetch reads complete. Before the fix, a completion dropped the tier lock before it
+ *    queued pf_work, and a pf_work landing the read in between could let teardown free the
+ *    tier under it. The window is a few instructions: the test is a stress run whose
+ *    judge is KASAN (make test-debug); on a production kernel it checks that teardown
+ *    waits for prefetch and every round's pages read back right.
  *  - cgroup_table_full (item 3): once more cgroups than the table holds have a page on
  *    the tier, a new cgroup is still attributed (counters, PREFETCH, events), and
  *    tier_stat counts the evictions. Before the fix, the new cgroup was unattributed:
@@ -37,6 +43,12 @@
 #define W_PAGES		16		/* O_DSYNC writes per writer, 200 ms apart */
 #define W_FIRST		1024		/* the writers' slots */
 #define STALL_S		60		/* the readers and writers are done by then */
+
+/* ---- item 2 ---- */
+
+#define DP_ROUNDS	40U
+#define DP_PAGES	1024		/* 4 MiB a round: 64 segments of 64 KiB to prefetch */
+#define DP_TAG		75
 
 /* ---- item 3 ---- */
 
@@ -398,6 +410,62 @@ TEST_F_TIMEOUT(harden, prefetch_waiters_under_pressure, 240)
 /* ---- item 3 ---- */
 
 /* The cgroup stats of every cgroup of the tier: a kvmalloc'ed array, *@count entries. */
+/*
+ * Item 2: each round creates a tier, writes DP_PAGES pages of one cgroup, asks PREFETCH
+ * for all of them and destroys the tier while the reads are in flight; teardown must wait
+ * for every prefetch read, and nothing may touch the tier after it is freed (KASAN).
+ * A last round reads the pages back through a tier destroyed only afterwards.
+ */
+TEST_F_TIMEOUT(harden, destroy_during_prefetch, 600)
+{
+	const char *kv[] = { "segment_kib", "64" };
+	char name[64], *buf;
+	struct pagetier_prefetch pf;
+	uint64_t slots[DP_PAGES], id;
+	unsigned int r, k, planned = 0, inflight = 0;
+	long bad = 0;
+	int fd;
+
+	for (k = 0; k < DP_PAGES; k++)
+		slots[k] = k;
+	ASSERT_EQ(0, tu_cg_setup_root());
+	snprintf(name, sizeof(name), "pagetier-harden-dp-%d", getpid());
+	ASSERT_EQ(0, tu_cg_create(name, self->cg_top, sizeof(self->cg_top), &id));
+	for (r = 0; r <= DP_ROUNDS; r++) {
+		ASSERT_EQ(0, make_tier(self, tu_backing(), kv, 1));
+		self->kid[0] = fork();
+		ASSERT_LE(0, self->kid[0]);
+		if (!self->kid[0])
+			_exit(cg_write(self->dev, self->cg_top, DP_TAG, slots, DP_PAGES, r + 1));
+		ASSERT_EQ(0, tu_wait_exit(&self->kid[0]));
+		ASSERT_EQ(0, tu_prefetch(self->ctl, self->c.tier_id, id, 0, 0, &pf));
+		planned += pf.planned_bytes >= (uint64_t)DP_PAGES * PG / 2;
+		if (r == DP_ROUNDS) {
+			/* The last round: the pages read back right, staged or not. */
+			buf = page_buf(1);
+			ASSERT_NE(NULL, buf);
+			fd = open(self->dev, O_RDONLY | O_DIRECT | O_CLOEXEC);
+			ASSERT_LE(0, fd);
+			for (k = 0; k < DP_PAGES; k++) {
+				ASSERT_EQ((ssize_t)PG, pread(fd, buf, PG, k * PG));
+				bad += tu_check(buf, DP_TAG, k, r + 1) != 0;
+			}
+			close(fd);
+			free(buf);
+		} else {
+			/* At once: the reads are in flight, or landing. */
+			inflight += !stat_col(self->c.tier_id, "read_stat", 5) ||
+				    stat_col(self->c.tier_id, "read_stat", 5) < DP_PAGES;
+		}
+		ASSERT_EQ(0, tu_tier_destroy(self->ctl, self->c.tier_id));
+		self->created = false;
+	}
+	ASSERT_EQ(0, bad) TH_LOG("%ld pages read back wrong after prefetch", bad);
+	TH_LOG("%u rounds: %u planned most of the cgroup's pages, %u destroyed before all were staged",
+	       DP_ROUNDS, planned, inflight);
+	ASSERT_GE(planned, DP_ROUNDS / 2);
+}
+
 static struct pagetier_cgroup_stat *all_cg_stats(int ctl, uint32_t tier, uint32_t cap,
 						 uint32_t *count)
 {

@@ -38,7 +38,8 @@ step_limit_base() {
 # PT_ONLY="real_servers tier_test": only these steps (a developer's run; make test runs all).
 wanted() { [ -z "${PT_ONLY:-}" ] || [[ " $PT_ONLY " == *" $1 "* ]]; }
 
-ko=$top/build/kmod/$kv/pagetier.ko
+# PT_KO: another build of the module (a before-the-fix reproduction); default this tree's.
+ko=${PT_KO:-$top/build/kmod/$kv/pagetier.ko}
 if ! insmod "$ko" 2>"$out/insmod.err"; then
 	echo "Bail out! insmod $ko failed: $(cat "$out/insmod.err")" | tee "$out/module.tap"
 	dmesg | tail -20 | sed 's/^/# /' | tee -a "$out/module.tap"
@@ -68,6 +69,8 @@ fi
 e2es="idle_wake:e2e hotness:e2e-hotness packet_wake:e2e-packet-wake
 	preload_apps:e2e-preload-apps real_servers:e2e-real-servers wake_kinds:e2e-wake-kinds
 	wear_budget:e2e-wear-budget crun_containers:e2e-crun-containers"
+# Run only when PT_ONLY names them (PT_ONLY=fork_flood): fork_flood takes about N s.
+wanted fork_flood && [ -n "${PT_ONLY:-}" ] && e2es+=" fork_flood:e2e-fork-flood"
 [ "$debug_kernel" = 1 ] && e2es+=" debug_faults:e2e-debug-faults"
 for e2e in $e2es; do
 	name=${e2e%%:*}

@@ -6,6 +6,9 @@
 #   tests/vm/run-suite.sh KERNEL_VERSION...
 #   PT_ONLY="real_servers ...": only these kselftests and e2e scenarios (while developing)
 #   PT_STEP_SCALE=N: each step's time limit times N (make test-debug's slow kernel)
+#   PT_KO=PATH: load this pagetier.ko instead of build/kmod/KV's (a before-the-fix run)
+#   PT_E2E_BIN_DIR=DIR, PT_E2E_LIB=PATH: the pagetierd/pagetierctl and libpagetier.so the e2e
+#     scenarios that take them run (fork_flood; a before-the-fix run); default build/'s
 set -u
 . "$(dirname "$0")/lib.sh"
 [ $# -gt 0 ] || pt_die "no kernels given (make deps records them in build/kernels.txt)"
@@ -16,7 +19,7 @@ for kv in "$@"; do
 	out=$PT_TOP/build/vm/$kv
 	echo "==== VM suite on Linux $kv (QEMU TCG, emulated NVMe) ===="
 	start=$(date +%s)
-	pt_vm_run "$kv" "$out" "${PT_ONLY:+PT_ONLY='$PT_ONLY' }${PT_STEP_SCALE:+PT_STEP_SCALE='$PT_STEP_SCALE' }tests/vm/guest-suite.sh"
+	pt_vm_run "$kv" "$out" "${PT_ONLY:+PT_ONLY='$PT_ONLY' }${PT_STEP_SCALE:+PT_STEP_SCALE='$PT_STEP_SCALE' }${PT_KO:+PT_KO='$PT_KO' }${PT_E2E_BIN_DIR:+PT_E2E_BIN_DIR='$PT_E2E_BIN_DIR' }${PT_E2E_LIB:+PT_E2E_LIB='$PT_E2E_LIB' }tests/vm/guest-suite.sh"
 	vrc=$?
 	p=0 f=0 s=0
 	for tap in "$out"/*.tap; do
