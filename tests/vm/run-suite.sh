@@ -9,6 +9,7 @@
 #   PT_KO=PATH: load this pagetier.ko instead of build/kmod/KV's (a before-the-fix run)
 #   PT_E2E_BIN_DIR=DIR, PT_E2E_LIB=PATH: the pagetierd/pagetierctl and libpagetier.so the e2e
 #     scenarios that take them run (fork_flood; a before-the-fix run); default build/'s
+#   PT_FORK_FLOOD_NOFILE=SOFT:HARD: pagetierd's RLIMIT_NOFILE in fork_flood (default 1024:1024)
 set -u
 . "$(dirname "$0")/lib.sh"
 [ $# -gt 0 ] || pt_die "no kernels given (make deps records them in build/kernels.txt)"
@@ -19,7 +20,7 @@ for kv in "$@"; do
 	out=$PT_TOP/build/vm/$kv
 	echo "==== VM suite on Linux $kv (QEMU TCG, emulated NVMe) ===="
 	start=$(date +%s)
-	pt_vm_run "$kv" "$out" "${PT_ONLY:+PT_ONLY='$PT_ONLY' }${PT_STEP_SCALE:+PT_STEP_SCALE='$PT_STEP_SCALE' }${PT_KO:+PT_KO='$PT_KO' }${PT_E2E_BIN_DIR:+PT_E2E_BIN_DIR='$PT_E2E_BIN_DIR' }${PT_E2E_LIB:+PT_E2E_LIB='$PT_E2E_LIB' }tests/vm/guest-suite.sh"
+	pt_vm_run "$kv" "$out" "${PT_ONLY:+PT_ONLY='$PT_ONLY' }${PT_STEP_SCALE:+PT_STEP_SCALE='$PT_STEP_SCALE' }${PT_KO:+PT_KO='$PT_KO' }${PT_E2E_BIN_DIR:+PT_E2E_BIN_DIR='$PT_E2E_BIN_DIR' }${PT_E2E_LIB:+PT_E2E_LIB='$PT_E2E_LIB' }${PT_FORK_FLOOD_NOFILE:+PT_FORK_FLOOD_NOFILE='$PT_FORK_FLOOD_NOFILE' }tests/vm/guest-suite.sh"
 	vrc=$?
 	p=0 f=0 s=0
 	for tap in "$out"/*.tap; do
