@@ -448,7 +448,7 @@ TEST_F_TIMEOUT(harden, destroy_during_prefetch, 600)
 			ASSERT_LE(0, fd);
 			for (k = 0; k < DP_PAGES; k++) {
 				ASSERT_EQ((ssize_t)PG, pread(fd, buf, PG, k * PG));
-				bad += tu_check(buf, DP_TAG, k, r + 1) != 0;
+				bad += tu_check(buf, DP_TAG, k, r + 1) != -1;
 			}
 			close(fd);
 			free(buf);
