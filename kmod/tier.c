@@ -1348,18 +1348,38 @@ static int pt_tier_alloc_gc(struct pt_tier *t)
 	return 0;
 }
 
-/* The bio allocator of a bio_set under fault_bio_reserve: the slab fails while it is set. */
+/*
+ * The bio allocator of a bio_set under fault_bio_reserve: while it is set, every
+ * allocation made from the I/O paths fails, so that mempool_alloc() serves them from the
+ * reserve alone, as if every slab allocation failed. Those paths allocate with GFP_NOIO
+ * (mempool_alloc() retries with the caller's mask, still without __GFP_FS); the pool's
+ * own filling at mempool_init() is GFP_KERNEL, and succeeds.
+ */
 static void *pt_fault_bio_alloc(gfp_t gfp, void *pool_data)
 {
-	if (READ_ONCE(fault_bio_reserve))
+	if (READ_ONCE(fault_bio_reserve) && !(gfp & __GFP_FS))
 		return NULL;
 	return mempool_alloc_slab(gfp, pool_data);
 }
 
-static void pt_fault_bio_install(struct bio_set *bs)
+/*
+ * Rebuilds @bs's bio pool around pt_fault_bio_alloc. The pool is made anew rather than
+ * its ->alloc swapped: mempool poisons the elements it keeps (KASAN) only when its
+ * allocator is mempool_alloc_slab, and unpoisons what it hands out on the same test, so
+ * a swapped allocator would hand out elements still poisoned (the debug kernel reported
+ * a use-after-free in bio_init, and the slab cache kept objects at bioset_exit). A pool
+ * built with the fault allocator from the start never poisons: consistent both ways.
+ */
+static int pt_fault_bio_install(struct bio_set *bs)
 {
-	if (mempool_initialized(&bs->bio_pool))
-		bs->bio_pool.alloc = pt_fault_bio_alloc;
+	int nr;
+
+	if (!mempool_initialized(&bs->bio_pool))
+		return 0;
+	nr = bs->bio_pool.min_nr;
+	mempool_exit(&bs->bio_pool);
+	return mempool_init(&bs->bio_pool, nr, pt_fault_bio_alloc, mempool_free_slab,
+			    bs->bio_slab);
 }
 
 static int pt_tier_alloc_io(struct pt_tier *t)
@@ -1381,12 +1401,11 @@ static int pt_tier_alloc_io(struct pt_tier *t)
 		return ret;
 	if (READ_ONCE(fault_bio_reserve)) {
 		pr_warn("pagetier%u: fault_bio_reserve: bios come from the reserves only\n", t->id);
-		pt_fault_bio_install(&t->top_bs);
-		pt_fault_bio_install(&t->io_bs);
-		pt_fault_bio_install(&t->rd_bs);
-		pt_fault_bio_install(&t->rt_bs);
-		pt_fault_bio_install(&t->bg_bs);
-		pt_fault_bio_install(&t->wb_bs);
+		ret = pt_fault_bio_install(&t->top_bs) ?: pt_fault_bio_install(&t->io_bs) ?:
+		      pt_fault_bio_install(&t->rd_bs) ?: pt_fault_bio_install(&t->rt_bs) ?:
+		      pt_fault_bio_install(&t->bg_bs) ?: pt_fault_bio_install(&t->wb_bs);
+		if (ret)
+			return ret;
 	}
 	/* In the reclaim path (reads wait for prefetch, writes for the collector). */
 	t->wq = alloc_workqueue("pagetier%u", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0, t->id);
