@@ -127,16 +127,21 @@ class Work:
     def wait_ready(self, timeout):
         return wait_for(lambda: os.path.exists(self.ready), timeout, step=0.2)
 
+    def lines(self):
+        try:
+            with open(self.report) as f:
+                return [l for l in f.read().splitlines() if l.strip()]
+        except FileNotFoundError:
+            return []
+
     def verify(self, timeout):
-        """Wakes it (SIGUSR1) and returns its report of every byte, or None."""
-        if os.path.exists(self.report):
-            os.unlink(self.report)
+        """Wakes it (SIGUSR1) and returns its report of every byte (the line this wake
+        appended: ptwork --cycles appends one per wake), or None."""
+        seen = len(self.lines())
         self.proc.send_signal(signal.SIGUSR1)
-        if not wait_for(lambda: os.path.exists(self.report) and os.path.getsize(self.report),
-                        timeout, step=0.2):
+        if not wait_for(lambda: len(self.lines()) > seen, timeout, step=0.2):
             return None
-        with open(self.report) as f:
-            return json.loads(f.read().splitlines()[-1])
+        return json.loads(self.lines()[-1])
 
     def stop(self):
         if self.proc.poll() is None:
@@ -188,8 +193,10 @@ def main():
         if not wait_for(lambda: status_json(runtime) is not None, 60):
             tap.bail("pagetierd did not start")
 
+        # Three wakes, one per phase (ptwork --cycles): it rewrites its private memory
+        # between them, so that a stale copy coming back would be caught.
         sleeper = Work(work, SLEEPER, f"--size {SLEEPER_ANON // MIB}M "
-                       f"--shm {SLEEPER_SHM // MIB}M --work-ms 2000")
+                       f"--shm {SLEEPER_SHM // MIB}M --work-ms 2000 --cycles 3")
         procs.append(sleeper)
         if not sleeper.wait_ready(300):
             tap.bail("the sleeper did not become ready")
