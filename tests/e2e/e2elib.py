@@ -61,8 +61,14 @@ def cg_u64(name, f, parent):
     return int(cg_read(name, f, parent).split()[0])
 
 
+# The guest suite's PT_STEP_SCALE (make test-debug: 4): a kernel whose checkers (KASAN,
+# lockdep, kmemleak) make every fault and syscall several times slower gets as many times
+# the wait. What is waited for is the same; only how long it may take changes.
+TIME_SCALE = max(1.0, float(os.environ.get("PT_STEP_SCALE", "1") or 1))
+
+
 def wait_for(pred, timeout, step=0.2):
-    end = time.monotonic() + timeout
+    end = time.monotonic() + timeout * TIME_SCALE
     while time.monotonic() < end:
         v = pred()
         if v:
@@ -135,10 +141,15 @@ def fix_perms(d):
 
 def start_in_cgroup(parent, name, args):
     """Starts build/bin/ptwork ARGS inside cgroup @parent/@name."""
+    return start_cmd_in_cgroup(parent, name, f"{BIN}/ptwork {args}")
+
+
+def start_cmd_in_cgroup(parent, name, cmd):
+    """Starts the shell command line CMD (one program and its arguments) inside cgroup
+    @parent/@name."""
     procs = os.path.join(CG, parent, name, "cgroup.procs")
     # The shell moves itself into the cgroup, then becomes the workload.
-    cmd = f"echo $$ > {procs} && exec {BIN}/ptwork {args}"
-    return subprocess.Popen(["sh", "-c", cmd])
+    return subprocess.Popen(["sh", "-c", f"echo $$ > {procs} && exec {cmd}"])
 
 
 def create_tier(tap, backing):
