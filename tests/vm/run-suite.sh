@@ -9,7 +9,7 @@
 #   PT_KO=PATH: load this pagetier.ko instead of build/kmod/KV's (a before-the-fix run)
 #   PT_E2E_BIN_DIR=DIR, PT_E2E_LIB=PATH: the pagetierd/pagetierctl and libpagetier.so the e2e
 #     scenarios that take them run (fork_flood; a before-the-fix run); default build/'s
-#   PT_FORK_FLOOD_NOFILE=SOFT:HARD: pagetierd's RLIMIT_NOFILE in fork_flood (default 1024:1024)
+#   PT_FORK_FLOOD_NOFILE=SOFT:HARD: pagetierd's RLIMIT_NOFILE in fork_flood (default 1024:4096)
 set -u
 . "$(dirname "$0")/lib.sh"
 [ $# -gt 0 ] || pt_die "no kernels given (make deps records them in build/kernels.txt)"
