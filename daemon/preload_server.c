@@ -130,6 +130,15 @@ unsigned int pt_preload_peers_for_fds(uint64_t nofile, unsigned int max_peers)
 	return n < max_peers ? (unsigned int)n : max_peers;
 }
 
+unsigned int pt_preload_cgroup_share(unsigned int per_cgroup, unsigned int max_peers)
+{
+	unsigned int share = max_peers / 2;
+
+	if (share < 1)
+		share = 1;
+	return per_cgroup < share ? per_cgroup : share;
+}
+
 /* mkdir -p of the socket's directory. */
 static int make_parent_dirs(const char *path)
 {
@@ -201,11 +210,14 @@ int pt_preload_server_open(struct pt_preload_server **out, const char *path,
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
 	    pt_preload_peers_for_fds(rl.rlim_cur, s->opts.max_peers) < s->opts.max_peers) {
 		unsigned int n = pt_preload_peers_for_fds(rl.rlim_cur, s->opts.max_peers);
+		unsigned int per_cg = pt_preload_cgroup_share(s->opts.max_peers_per_cgroup, n);
 
 		pt_warn("preload: %llu descriptors (RLIMIT_NOFILE) leave room for %u preloaded "
-			"processes, not %u: raise LimitNOFILE (packaging/pagetierd.service) for more",
-			(unsigned long long)rl.rlim_cur, n, s->opts.max_peers);
+			"processes, not %u, %u of them per cgroup: raise LimitNOFILE "
+			"(packaging/pagetierd.service) for more",
+			(unsigned long long)rl.rlim_cur, n, s->opts.max_peers, per_cg);
 		s->opts.max_peers = n;
+		s->opts.max_peers_per_cgroup = per_cg;
 	}
 	s->optin = optin;
 	s->optin_arg = optin_arg;

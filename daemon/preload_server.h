@@ -177,6 +177,14 @@ void pt_preload_server_default_opts(struct pt_preload_server_opts *opts);
 unsigned int pt_preload_peers_for_fds(uint64_t nofile, unsigned int max_peers);
 
 /*
+ * The per-cgroup cap for a table of @max_peers peers: @per_cgroup, at most half the table
+ * (at least 1), so that when pt_preload_server_open cuts the table to fit the descriptor
+ * limit, one container still cannot take every slot (at 1024 descriptors: 64 of 128, where
+ * 256 would have been all of them; from 4096 descriptors on, 256 as before). Pure.
+ */
+unsigned int pt_preload_cgroup_share(unsigned int per_cgroup, unsigned int max_peers);
+
+/*
  * Listens on @path (NULL: PT_PRELOAD_SOCK_PATH), creating its directory (0755) and the
  * socket (0666: any container process may register; identity comes from the kernel).
  * @opts may be NULL. 0 or a negative errno.

@@ -1148,6 +1148,12 @@ static void test_peers_for_fds(void **state)
 	assert_int_equal(pt_preload_peers_for_fds(RLIM_INFINITY, 4096), 4096);
 	assert_int_equal(pt_preload_peers_for_fds(3, 4096), 1);
 	assert_int_equal(pt_preload_peers_for_fds(40000, 16), 16);
+	/* A table cut to the fd limit keeps a per-cgroup cap below it: never all of it. */
+	assert_int_equal(pt_preload_cgroup_share(256, 128), 64);
+	assert_int_equal(pt_preload_cgroup_share(256, 512), 256);
+	assert_int_equal(pt_preload_cgroup_share(256, 4096), 256);
+	assert_int_equal(pt_preload_cgroup_share(256, 1), 1);
+	assert_int_equal(pt_preload_cgroup_share(4, 2500), 4);
 }
 
 /* The maps parser the foreign-memory check relies on. */
