@@ -283,7 +283,10 @@ def fake_daemon(tmp):
     """A process named pagetierd (a copy of sleep) whose pid is in the pid file."""
     exe = os.path.join(tmp, "pagetierd")
     shutil.copy(shutil.which("sleep"), exe)
-    d = subprocess.Popen([exe, "60"])
+    # SIGHUP as the default action, whatever the caller inherited (make test run under
+    # nohup ignores it, and an ignored signal stays ignored across exec).
+    d = subprocess.Popen([exe, "60"],
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     with open(os.path.join(tmp, "pagetierd.pid"), "w") as f:
         f.write(f"{d.pid}\n")
     return d
