@@ -13,7 +13,7 @@ modprobe loop 2>/dev/null
 # Seconds a step may take before it counts as hung: about seven times what it took under TCG
 # on the 2-core build machine (events 4 s, scan 9, tier_log 35, tier 11, idle_wake 26,
 # hotness 84, packet_wake 11, preload_apps 87, real_servers 160, held to 900 s, wake_kinds
-# 20, kill9_integrity 126; the console
+# 20, kill9_integrity 126, tier_full 70; the console
 # shows each step's time).
 # PT_STEP_SCALE (make test-debug: 4) multiplies them for a kernel whose checkers (KASAN,
 # lockdep, kmemleak) make everything slower.
@@ -32,6 +32,7 @@ step_limit_base() {
 	wear_budget | crun_containers) echo 600 ;;
 	debug_faults) echo 900 ;;
 	kill9_integrity) echo 900 ;;
+	tier_full) echo 500 ;;
 	*) echo 600 ;;
 	esac
 }
@@ -70,7 +71,7 @@ fi
 e2es="idle_wake:e2e hotness:e2e-hotness packet_wake:e2e-packet-wake
 	preload_apps:e2e-preload-apps real_servers:e2e-real-servers wake_kinds:e2e-wake-kinds
 	wear_budget:e2e-wear-budget crun_containers:e2e-crun-containers
-	kill9_integrity:e2e-kill9-integrity"
+	kill9_integrity:e2e-kill9-integrity tier_full:e2e-tier-full"
 # Run only when PT_ONLY names them (PT_ONLY=fork_flood): fork_flood takes about N s.
 wanted fork_flood && [ -n "${PT_ONLY:-}" ] && e2es+=" fork_flood:e2e-fork-flood"
 [ "$debug_kernel" = 1 ] && e2es+=" debug_faults:e2e-debug-faults"
