@@ -56,6 +56,8 @@ struct pt_action {
 	uint64_t ms;
 	uint64_t resident_after;	/* settle */
 	uint64_t tier_planned;		/* prefetch: bytes the tiers stage ahead of WILLNEED */
+	uint64_t unsettled;		/* prefetch: the interrupted offload's bytes to drop */
+	uint64_t drop_ms;		/* prefetch: how long that drop took */
 	/* scan: in */
 	enum pt_scanner_kind scanner;
 	int kmod_fd;			/* scan, prefetch (tier prefetch), -1: none */

@@ -701,6 +701,49 @@ static void test_trim_holds_after_a_write(void **state)
 }
 
 /*
+ * A wake between an idle offload and the end of its settle: what the offload wrote is
+ * dropped after the prefetch (or by a trim when there is nothing to prefetch), at most what
+ * the settle had not reclaimed yet; a wake after the settle drops nothing.
+ */
+static void test_wake_drops_an_interrupted_offload(void **state)
+{
+	struct pt_context c;
+	struct pt_action *a;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	snprintf(c.policy.name, sizeof(c.policy.name), "redis");
+	c.policy.prefetch = true;
+	c.idle.state = PT_STATE_ACTIVE;
+	c.offload_requested = 71ULL << 20;
+	c.reclaimed = 9ULL << 20;
+	c.settle_passes = 10;
+	/* Nothing recorded to bring back: a trim of what is left unsettled. */
+	a = pt_context_prefetch(&c, 0, -1);
+	assert_non_null(a);
+	assert_int_equal(a->kind, PT_JOB_TRIM);
+	assert_true(a->trim_active);
+	assert_int_equal(a->budget, 62ULL << 20);
+	assert_int_equal(c.settle_passes, 0);
+	pt_context_apply(&c, a);
+	/* A wake set: the prefetch carries the drop. */
+	c.settle_passes = 10;
+	c.wake_set = calloc(1, sizeof(*c.wake_set));
+	c.n_wake_set = 1;
+	a = pt_context_prefetch(&c, 0, -1);
+	assert_non_null(a);
+	assert_int_equal(a->kind, PT_JOB_PREFETCH);
+	assert_int_equal(a->unsettled, 62ULL << 20);
+	a->freed = 60ULL << 20;
+	a->drop_stop = PT_DROP_DONE;
+	pt_context_apply(&c, a);
+	assert_int_equal(c.reclaimed, 69ULL << 20);
+	/* Settled before the wake: nothing to drop, nothing to do. */
+	assert_int_equal(c.settle_passes, 0);
+	assert_null(pt_context_prefetch(&c, 0, -1));
+}
+
+/*
  * A wake brings back the model's wake set only once the model saw the container work;
  * a daemon started beside an idle container restores all it offloaded at the first wake.
  */
@@ -861,6 +904,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idle_trims_stray_swapcache, setup, teardown),
 		cmocka_unit_test(test_trim_holds_after_a_write),
 		cmocka_unit_test(test_wake_set_needs_busy_scans),
+		cmocka_unit_test(test_wake_drops_an_interrupted_offload),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_protocol, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runtime_trees, setup, teardown),
