@@ -19,12 +19,10 @@
 #include "cgroup.h"
 #include "grow.h"
 #include "log.h"
+#include "pidfd.h"
 
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
-#endif
-#ifndef __NR_pidfd_open
-#define __NR_pidfd_open 434
 #endif
 #ifndef __NR_process_madvise
 #define __NR_process_madvise 440
@@ -34,20 +32,6 @@
 #endif
 
 #define PT_IOV_BATCH 512	/* below UIO_MAXIOV (1024) */
-
-/* A pidfd (close-on-exec), never fd 0: 0 means "none" in the structs that keep one. */
-static int sys_pidfd_open(pid_t pid)
-{
-	int fd = (int)syscall(__NR_pidfd_open, pid, 0), high, err;
-
-	if (fd != 0)
-		return fd;
-	high = fcntl(fd, F_DUPFD_CLOEXEC, 1);
-	err = errno;
-	close(fd);
-	errno = err;
-	return high;
-}
 
 static ssize_t sys_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice)
 {
@@ -105,14 +89,14 @@ bool pt_pidfd_alive(int pidfd)
 int pt_proc_pin(pid_t pid, const char *cgroup, uint64_t *start)
 {
 	uint64_t now;
-	int fd = sys_pidfd_open(pid);
+	int fd = pt_pidfd_open(pid);
 
 	if (fd < 0)
 		return errno == ESRCH || errno == EINVAL ? -ESRCH : -errno;
 	/* The reads, then the liveness that says they were of the pidfd's process. */
 	if (pt_proc_start_time(pid, &now) || (*start && now != *start) ||
 	    (cgroup && !pt_proc_in_cgroup(pid, cgroup)) || !pt_pidfd_alive(fd)) {
-		close(fd);
+		pt_pidfd_close(fd);
 		return -ESRCH;
 	}
 	*start = now;
@@ -121,8 +105,7 @@ int pt_proc_pin(pid_t pid, const char *cgroup, uint64_t *start)
 
 void pt_proc_ranges_free(struct pt_proc_ranges *pr)
 {
-	if (pr->pidfd > 0)
-		close(pr->pidfd);
+	pt_pidfd_close(pr->pidfd);
 	free(pr->r);
 	memset(pr, 0, sizeof(*pr));
 }
@@ -237,7 +220,7 @@ int64_t pt_proc_advise(const struct pt_proc_ranges *pr, int advice)
 		i++;
 	}
 	if (pidfd != pr->pidfd)
-		close(pidfd);
+		pt_pidfd_close(pidfd);
 	return done;
 }
 

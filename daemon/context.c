@@ -11,6 +11,7 @@
 
 #include "kmod_client.h"
 #include "log.h"
+#include "pidfd.h"
 #include "ranges.h"
 
 #ifndef MADV_PAGEOUT
@@ -268,6 +269,7 @@ static void run_offload(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
 	uint64_t t0 = pt_now_ms(), done = 0;
+	int n_pinned = 0, n_files_pinned = 0;
 	pid_t *pids;
 	int n = action_pids(a, &pids);
 
@@ -287,9 +289,12 @@ static void run_offload(struct pt_job *job)
 	 */
 	for (int i = 0; i < n && a->keep_wake_set; i++)
 		if (pt_proc_file_resident(pids[i], a->relpath, 0, &a->files[a->n_files]) == 0 &&
-		    a->files[a->n_files].n)
+		    a->files[a->n_files].n) {
+			/* Kept until the wake: within the limits, or by pid and start time. */
+			pt_pidfd_keep(&a->files[a->n_files].pidfd, &n_files_pinned,
+				      PT_PIDFD_HOLDER_MAX);
 			a->n_files++;
-		else
+		} else
 			pt_proc_ranges_free(&a->files[a->n_files]);
 	for (int i = 0; i < n && done < a->budget; i++) {
 		struct pt_proc_ranges *pr = &a->set[a->n_set];
@@ -311,10 +316,12 @@ static void run_offload(struct pt_job *job)
 			continue;
 		}
 		done += (uint64_t)got;
-		if (a->keep_wake_set)
+		if (a->keep_wake_set) {
+			pt_pidfd_keep(&pr->pidfd, &n_pinned, PT_PIDFD_HOLDER_MAX);
 			a->n_set++;
-		else
+		} else {
 			pt_proc_ranges_free(pr);
+		}
 	}
 	free(pids);
 	a->n_procs = n;
@@ -431,6 +438,7 @@ static void run_scan(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
 	uint64_t t0 = pt_now_ms();
+	int n_pinned = 0;
 	pid_t *pids;
 	int n = action_pids(a, &pids);
 
@@ -457,11 +465,16 @@ static void run_scan(struct pt_job *job)
 		if (pt_scan_process(a->scanner, a->kmod_fd, pids[i], a->chunk_shift, ps) == 0 &&
 		    pt_pidfd_alive(fd)) {
 			ps->start = start;
+			/*
+			 * What the model may keep (pidfd.h); past that it names the process by
+			 * pid and start time, and the scan lets the pidfd go now.
+			 */
+			pt_pidfd_keep(&fd, &n_pinned, PT_PIDFD_HOLDER_MAX);
 			ps->pidfd = fd;
 			a->n_scans++;
 		} else {
 			pt_proc_scan_free(ps);
-			close(fd);
+			pt_pidfd_close(fd);
 		}
 	}
 	free(pids);

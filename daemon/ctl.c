@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "ctl.h"
 
+#include <limits.h>
 #include <string.h>
 
+#include "pidfd.h"
 #include "status.h"
 
 static void containers(struct pt_manager *m, FILE *out)
@@ -28,13 +30,15 @@ static void host_mem(const struct pt_manager *m, struct pt_host_mem *h)
 	pt_host_offloaded(h, m->ctxs, m->n_ctxs);
 }
 
-/* The drives' wear, one more member of the status object. */
-static void wear_member(FILE *out, const void *arg)
+/* The daemon's own members of the status object: the drives' wear, the pidfds it holds. */
+static void daemon_members(FILE *out, const void *arg)
 {
 	const struct pt_manager *m = arg;
 
 	fputs(",\"wear\":", out);
 	pt_wear_status_json(out, &m->wear, &m->cfg.write_budget);
+	fprintf(out, ",\"pidfds\":{\"open\":%d,\"limit\":%d}", pt_pidfd_count(),
+		pt_pidfd_limit() == INT_MAX ? -1 : pt_pidfd_limit());
 }
 
 void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *out)
@@ -53,12 +57,15 @@ void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *
 				(unsigned long long)m->fill.free_segments,
 				(unsigned long long)m->fill.segments,
 				(unsigned long long)m->fill_deferred);
+		if (pt_pidfd_limit() != INT_MAX)
+			fprintf(out, "pidfds: %d open, %d at most (past that, processes are named by pid and start time)\n",
+				pt_pidfd_count(), pt_pidfd_limit());
 		host_mem(m, &host);
 		pt_status_table(out, m->ctxs, m->n_ctxs, &host);
 	} else if (len == 11 && strncmp(req, "status json", 11) == 0) {
 		host_mem(m, &host);
 		pt_status_json(out, m->ctxs, m->n_ctxs, pt_manager_backend(m), m->bpf_unmatched,
-			       &host, wear_member, m);
+			       &host, daemon_members, m);
 	} else if (len == 10 && strncmp(req, "containers", 10) == 0) {
 		containers(m, out);
 	} else if (len > 9 && strncmp(req, "prefetch ", 9) == 0) {

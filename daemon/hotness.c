@@ -2,9 +2,9 @@
 #include "hotness.h"
 
 #include <errno.h>
-#include <fcntl.h>
 
 #include "grow.h"
+#include "pidfd.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -103,8 +103,7 @@ int pt_hot_init(struct pt_hot *h, unsigned int chunk_shift, uint32_t max_chunks)
 void pt_hot_free(struct pt_hot *h)
 {
 	for (int i = 0; i < PT_HOT_MAX_PROCS; i++)
-		if (h->pidfds[i] > 0)
-			close(h->pidfds[i]);
+		pt_pidfd_close(h->pidfds[i]);
 	pt_mq_free(h->mq);
 	pt_idset_free(&h->refaulted);
 	pt_idset_free(&h->mispredicted);
@@ -131,8 +130,10 @@ static void forget_slot(struct pt_hot *h, int i)
 			   pt_hot_chunk_id(h, i, ~0ULL >> (64 - PT_HOT_ADDR_BITS - h->chunk_shift)));
 	h->pids[i] = 0;
 	h->starts[i] = 0;
-	if (h->pidfds[i] > 0)
-		close(h->pidfds[i]);
+	if (h->pidfds[i] > 0) {
+		pt_pidfd_close(h->pidfds[i]);
+		h->n_pidfds--;
+	}
 	h->pidfds[i] = 0;
 }
 
@@ -201,10 +202,14 @@ int pt_hot_apply_scans(struct pt_hot *h, struct pt_proc_scan *scans, int n)
 		alive[slot] = true;
 		/* The process as this scan saw it (in the cgroup, alive): what advice reaches. */
 		if (scans[p].pidfd > 0) {
-			if (h->pidfds[slot] > 0)
-				close(h->pidfds[slot]);
+			if (h->pidfds[slot] > 0) {
+				pt_pidfd_close(h->pidfds[slot]);
+				h->n_pidfds--;
+			}
 			h->pidfds[slot] = scans[p].pidfd;
 			scans[p].pidfd = 0;
+			/* Within the limits, or named by pid and start time alone (pidfd.h). */
+			pt_pidfd_keep(&h->pidfds[slot], &h->n_pidfds, PT_PIDFD_HOLDER_MAX);
 		}
 		for (uint32_t c = 0; c < scans[p].n; c++) {
 			const struct pt_chunk_scan *cs = &scans[p].chunks[c];
@@ -539,11 +544,9 @@ int pt_hot_ranges(const struct pt_hot *h, const uint64_t *ids, size_t n,
 			p->pid = h->pids[slot];
 			p->start = h->starts[slot];
 			/* Its own pidfd: the context may let go of the slot while a job advises. */
-			if (h->pidfds[slot] > 0) {
-				p->pidfd = fcntl(h->pidfds[slot], F_DUPFD_CLOEXEC, 1);
-				if (p->pidfd < 0)
-					p->pidfd = 0;	/* out of fds: the advice pins it then */
-			}
+			/* Over the limit (0): the advice pins it then. */
+			if (h->pidfds[slot] > 0)
+				p->pidfd = pt_pidfd_dup(h->pidfds[slot]);
 		}
 		if (p->n && p->r[p->n - 1].start + p->r[p->n - 1].len == addr) {
 			p->r[p->n - 1].len += chunk;	/* adjacent: one larger range */

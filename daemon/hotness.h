@@ -69,9 +69,11 @@ struct pt_hot {
 	 * slot -> that process's pidfd, from its latest scan (0: none): the ranges made of its
 	 * chunks carry a duplicate, so that advice on them reaches that process or none, however
 	 * long they were kept. Closed when the process no longer shows up in a scan (it exited
-	 * or left the cgroup).
+	 * or left the cgroup). At most PT_PIDFD_HOLDER_MAX of them, within the daemon's limit
+	 * (pidfd.h): the other slots go by pid and start time.
 	 */
 	int pidfds[PT_HOT_MAX_PROCS];
+	int n_pidfds;
 	uint64_t epochs;
 
 	/* Chunks refaulted since the last wake: part of the next wake set. */

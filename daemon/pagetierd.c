@@ -12,6 +12,7 @@
  * descriptor is watched like the others: metrics_http.h).
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -37,6 +38,7 @@
 #include "metrics.h"
 #include "metrics_http.h"
 #include "nvme.h"
+#include "pidfd.h"
 #include "preload_server.h"
 #include "worker.h"
 
@@ -461,21 +463,33 @@ static int check_config(const char *dir, struct pt_config *cfg)
 }
 
 /*
- * Every process of every opted-in container is held by pidfds (its hotness slot, its wake
- * set, its mapped-file set), so that advice never reaches another process that got its
- * number: the soft limit of 1024 descriptors would run out on a dense host (and a process
- * that cannot be pinned when it is found is left alone).
+ * The processes of opted-in containers are held by pidfds (their hotness slots, wake sets,
+ * mapped-file sets), so that advice never reaches another process that got the number;
+ * clients hold a socket each, and every cgroup file read is a descriptor for a moment. The
+ * soft limit goes up to the hard one, and a quarter of it is what the pidfds may take:
+ * past that, processes are named by pid and start time (pidfd.h), so that a container
+ * forking thousands of processes never takes the descriptors the rest of the daemon needs.
  */
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+	if (getrlimit(RLIMIT_NOFILE, &rl))
 		return;
-	rl.rlim_cur = rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl))
-		pt_warn("cannot raise the descriptor limit (%s): with many containers, some processes go unmanaged",
-			strerror(errno));
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t want = rl.rlim_max;
+
+		rl.rlim_cur = want;
+		if (setrlimit(RLIMIT_NOFILE, &rl)) {
+			pt_warn("cannot raise the descriptor limit (%s): with many containers, some processes go unmanaged",
+				strerror(errno));
+			getrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+	pt_pidfd_set_limit(rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / 4 > INT_MAX ?
+			   INT_MAX : (int)(rl.rlim_cur / 4));
+	pt_info("descriptors: at most %llu, of which %d pidfds pinning processes",
+		(unsigned long long)rl.rlim_cur, pt_pidfd_limit());
 }
 
 int main(int argc, char **argv)

@@ -13,6 +13,7 @@
 
 #include "cgroup.h"
 #include "grow.h"
+#include "pidfd.h"
 #include "pagetier.h"
 
 #define PT_PAGE_SHIFT 12
@@ -27,8 +28,7 @@ const char *pt_scanner_name(enum pt_scanner_kind kind)
 
 void pt_proc_scan_free(struct pt_proc_scan *ps)
 {
-	if (ps->pidfd > 0)
-		close(ps->pidfd);
+	pt_pidfd_close(ps->pidfd);
 	ps->pidfd = 0;
 	free(ps->chunks);
 	ps->chunks = NULL;

@@ -11,7 +11,9 @@ pagetierd raises its soft limit to the hard one at start-up (systemd 240 and lat
 524288, which no thousand processes exhaust); at 4096, a thousand registered processes (a
 socket and a pidfd each) with the pidfds pagetierd pins for every process it scans would
 reach it: only the caps keep it away. The preload server's table is then 512 peers (a
-quarter of the limit), of which one cgroup may take 256. Three containers:
+quarter of the limit, two descriptors a peer), of which one cgroup may take 256; the pidfds
+that pin processes are at most another quarter, 64 per holder (daemon/pidfd.h), the other
+processes named by pid and start time. Three containers:
 
   critical  class critical (pagetierd sets memory.low=max), 32 MiB: memory.low must stay
             set the whole time, and nothing of it swapped;
@@ -226,9 +228,10 @@ def connections_by_container(daemon_pid, sock):
 class Monitor(threading.Thread):
     """Samples pagetierd's descriptors and CPU and the critical container's memory.low."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, runtime):
         super().__init__(daemon=True)
-        self.pid = pid
+        self.pid, self.runtime = pid, runtime
+        self.pidfds = {"peak": 0, "limit": 0}	# pagetierctl status's, once a second
         self.stop = threading.Event()
         self.samples = 0
         self.peak = self.peak_t = 0
@@ -251,8 +254,19 @@ class Monitor(threading.Thread):
                 v = f"unreadable ({e})"
             if v != "max" and len(self.low_lost) < 1000:
                 self.low_lost.append((round(t, 1), v))
+            if self.samples % 5 == 0:
+                self.sample_pidfds()
             self.samples += 1
             self.stop.wait(0.2)
+
+    def sample_pidfds(self):
+        r = ctl("--json", "status", runtime=self.runtime)
+        try:
+            p = json.loads(r.stdout)["pidfds"]
+        except (ValueError, KeyError, TypeError):
+            return	# an older pagetierd: no such member
+        self.pidfds["limit"] = p["limit"]
+        self.pidfds["peak"] = max(self.pidfds["peak"], p["open"])
 
 
 # --- the scenario ----------------------------------------------------------------------
@@ -338,7 +352,7 @@ def main():
                f"(given {soft}:{hard})")
         tap.ok(wait_for(lambda: e2elib.cg_read(CRIT, "memory.low", PARENT).strip() == "max", 10),
                "critical: pagetierd set memory.low=max")
-        mon = Monitor(daemon.pid)
+        mon = Monitor(daemon.pid, runtime)
         mon.start()
         loads[CRIT] = start_ptwork(CRIT, CRIT_SIZE, work)
         if not wait_for(lambda: os.path.exists(loads[CRIT]["ready"]), 120):
@@ -520,6 +534,15 @@ def report_figures(tap, mon, fig, log):
            f"pagetierd never ran out of descriptors: peak {mon.peak} of {limit} open, "
            f"{emfile} 'Too many open files' and {accept} 'cannot accept' in its log",
            "\n".join(l for l in log.splitlines() if "open files" in l or "accept" in l)[-3000:])
+    # The pidfds that pin processes stay within their limits (daemon/pidfd.h): the daemon's
+    # (a quarter of the descriptors) and each holder's (PT_PIDFD_HOLDER_MAX = 64: the hostile
+    # container's model, its wake set, its mapped-file set and a scan in flight); the status
+    # counts them. /proc/PID/fd also shows the held clients' (SO_PEERPIDFD, 6.5 and later).
+    pins = mon.pidfds
+    tap.ok(pins.get("limit", 0) > 0 and 0 < pins["peak"] <= min(pins["limit"], 4 * 64 + 16),
+           f"pidfds pinning processes within their limits: {pins.get('peak')} at the most seen "
+           f"by pagetierctl status (limit {pins.get('limit')}; 4 holders of 64 in the hostile "
+           f"container, a few for the others)", json.dumps(pins))
     need = CHILDREN - (fig.get("peers") or {}).get(HOSTILE, 0)
     tap.ok(over_cap + refused >= need > 0,
            f"hostile: the registrations beyond the cap refused and counted ({over_cap} over the "
