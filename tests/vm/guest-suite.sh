@@ -71,10 +71,8 @@ fi
 e2es="idle_wake:e2e hotness:e2e-hotness packet_wake:e2e-packet-wake
 	preload_apps:e2e-preload-apps real_servers:e2e-real-servers wake_kinds:e2e-wake-kinds
 	wear_budget:e2e-wear-budget crun_containers:e2e-crun-containers
-	kill9_integrity:e2e-kill9-integrity"
-# Run only when PT_ONLY names them: fork_flood (it fails today on pidfds, issue 12 item 6),
-# tier_full (not yet through a whole make test run).
-wanted fork_flood && [ -n "${PT_ONLY:-}" ] && e2es+=" fork_flood:e2e-fork-flood"
+	kill9_integrity:e2e-kill9-integrity fork_flood:e2e-fork-flood"
+# Run only when PT_ONLY names it: tier_full (not yet through a whole make test run).
 wanted tier_full && [ -n "${PT_ONLY:-}" ] && e2es+=" tier_full:e2e-tier-full"
 [ "$debug_kernel" = 1 ] && e2es+=" debug_faults:e2e-debug-faults"
 for e2e in $e2es; do
