@@ -157,6 +157,7 @@ static void free_set(struct pt_proc_ranges *set, int n)
 
 static uint64_t drop_swapcache(const char *dir, uint64_t target, uint64_t max_reclaim,
 			       uint64_t step, enum pt_drop_stop *why);
+static uint64_t stray_swapcache(const struct pt_context *ctx);
 static void run_offload(struct pt_job *job);
 static void run_prefetch(struct pt_job *job);
 static void run_settle(struct pt_job *job);
@@ -330,6 +331,31 @@ static void run_offload(struct pt_job *job)
 }
 
 /*
+ * After the prefetch of a wake that interrupted an offload (interrupted_offload()): what
+ * the offload wrote beyond the wake set goes, and no more than the swap cache nobody maps
+ * (memory.stat's anon counts mapped pages only): a wake set that is the whole offload set
+ * (the model had not seen the container work) leaves nothing to drop, and the pages the
+ * application has mapped since the wake are not the drop's to take.
+ */
+static void drop_unsettled(struct pt_action *a, uint64_t t0)
+{
+	uint64_t sc, anon, drop = a->unsettled > a->budget ? a->unsettled - a->budget : 0;
+
+	a->unsettled = drop;
+	if (drop < PT_DROP_CLOSE ||
+	    pt_cgroup_read_key(a->dir, "memory.stat", "swapcached", &sc) ||
+	    pt_cgroup_read_key(a->dir, "memory.stat", "anon", &anon))
+		return;
+	if (drop > (sc > anon ? sc - anon : 0))
+		drop = sc > anon ? sc - anon : 0;
+	if (drop < PT_DROP_CLOSE)
+		return;
+	a->freed = drop_swapcache(a->dir, sc - drop, drop + PT_DROP_CLOSE, PT_COLD_DROP_STEP,
+				  &a->drop_stop);
+	a->drop_ms = pt_now_ms() - t0 - a->ms;
+}
+
+/*
  * Swap-in threads of a prefetch: a CPU left to the application that is waking (its own
  * faults and its first requests come first), at most 4 (the drive, not the CPUs, is the
  * limit beyond that on real hardware).
@@ -399,11 +425,8 @@ static void run_prefetch(struct pt_job *job)
 	 * application touched since the wake, so the drop takes them first; a step that writes
 	 * has reached memory in use and stops it.
 	 */
-	if (a->unsettled) {
-		a->freed = drop_swapcache(a->dir, 0, a->unsettled, PT_COLD_DROP_STEP,
-					  &a->drop_stop);
-		a->drop_ms = pt_now_ms() - t0 - a->ms;
-	}
+	if (a->unsettled)
+		drop_unsettled(a, t0);
 }
 
 /* Worker thread: memory.reclaim down to the floor (a->budget). */
@@ -842,9 +865,14 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 	if (!ctx->policy.prefetch || (!ctx->n_wake_set && !ctx->n_file_set)) {
 		ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
 		pt_idle_wake_done(&ctx->idle);
-		if (!unsettled)
+		/*
+		 * Nothing to bring back, but what the offload wrote still goes: no more than
+		 * the swap cache nobody mapped when it was last sampled.
+		 */
+		if (unsettled > stray_swapcache(ctx))
+			unsettled = stray_swapcache(ctx);
+		if (unsettled < (1ULL << 20))
 			return NULL;
-		/* Nothing to bring back, but what the offload wrote still goes. */
 		a = new_action(ctx, PT_JOB_TRIM);
 		if (a) {
 			a->budget = unsettled;
@@ -947,7 +975,7 @@ static void apply_prefetch(struct pt_context *ctx, struct pt_action *a)
 		(unsigned long long)(a->tier_planned >> 20), (unsigned long long)a->ms,
 		(unsigned long long)a->queue_wait_ms,
 		(unsigned long long)(a->file_bytes >> 20), (unsigned long long)ctx->last_wake_ms);
-	if (a->unsettled) {
+	if (a->unsettled && a->drop_stop != PT_DROP_GOING) {
 		ctx->reclaimed += a->freed;
 		pt_info("%s: wake: dropped %llu MiB its interrupted offload had written, of %llu MiB left unsettled (%s, %llu ms)",
 			ctx->policy.name, (unsigned long long)(a->freed >> 20),

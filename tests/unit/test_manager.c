@@ -703,7 +703,8 @@ static void test_trim_holds_after_a_write(void **state)
 /*
  * A wake between an idle offload and the end of its settle: what the offload wrote is
  * dropped after the prefetch (or by a trim when there is nothing to prefetch), at most what
- * the settle had not reclaimed yet; a wake after the settle drops nothing.
+ * the settle had not reclaimed yet and never more than the swap cache nobody maps (the
+ * prefetch's worker also leaves its wake set's bytes); a wake after the settle drops nothing.
  */
 static void test_wake_drops_an_interrupted_offload(void **state)
 {
@@ -718,7 +719,13 @@ static void test_wake_drops_an_interrupted_offload(void **state)
 	c.offload_requested = 71ULL << 20;
 	c.reclaimed = 9ULL << 20;
 	c.settle_passes = 10;
-	/* Nothing recorded to bring back: a trim of what is left unsettled. */
+	/* Nothing recorded to bring back and no stray swap cache sampled: nothing to trim. */
+	assert_null(pt_context_prefetch(&c, 0, -1));
+	c.n_wakes = 0;
+	c.settle_passes = 10;
+	/* With 66 MiB of it nobody maps: a trim of what is left unsettled. */
+	c.sample.swapcached = 70ULL << 20;
+	c.sample.anon = 4ULL << 20;
 	a = pt_context_prefetch(&c, 0, -1);
 	assert_non_null(a);
 	assert_int_equal(a->kind, PT_JOB_TRIM);
