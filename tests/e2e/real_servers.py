@@ -166,6 +166,9 @@ def main():
         busy = e2elib.start_in_cgroup(PARENT, "busy", f"--size 64M --hot-pct 100 "
                                       f"--ready {ready} --report {work}/busy.report")
         wait_for(lambda: os.path.exists(ready), 60)
+        # Its cgroup was empty, hence idle, until now: watched from when pagetierd has seen
+        # its work start (a poll and a CPU sample later), not from before.
+        wait_for(lambda: st_of(runtime, "busy").get("state") == "active", 15, step=0.1)
 
         # 1. No clients: idle, memory out.
         idle_at = {}
