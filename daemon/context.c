@@ -157,7 +157,6 @@ static void free_set(struct pt_proc_ranges *set, int n)
 
 static uint64_t drop_swapcache(const char *dir, uint64_t target, uint64_t max_reclaim,
 			       uint64_t step, enum pt_drop_stop *why);
-static uint64_t stray_swapcache(const struct pt_context *ctx);
 static void run_offload(struct pt_job *job);
 static void run_prefetch(struct pt_job *job);
 static void run_settle(struct pt_job *job);
@@ -331,9 +330,26 @@ static void run_offload(struct pt_job *job)
 }
 
 /*
+ * Swap cache nobody maps: pages its timers' faults read ahead while it is idle, a prefetch
+ * it never touched. They are on the tier already, so they go at no write cost.
+ * memory.stat's anon counts mapped anonymous pages only, so swapcached - anon is a lower
+ * bound on the unmapped part: trimming no more than that never takes a mapped page's worth.
+ */
+static uint64_t unmapped_swapcache(uint64_t swapcached, uint64_t anon)
+{
+	return swapcached > anon ? swapcached - anon : 0;
+}
+
+/* ... as the context's last sample of memory.stat saw it. */
+static uint64_t stray_swapcache(const struct pt_context *ctx)
+{
+	return unmapped_swapcache(ctx->sample.swapcached, ctx->sample.anon);
+}
+
+/*
  * After the prefetch of a wake that interrupted an offload (interrupted_offload()): what
- * the offload wrote beyond the wake set goes, and no more than the swap cache nobody maps
- * (memory.stat's anon counts mapped pages only): a wake set that is the whole offload set
+ * the offload wrote beyond the wake set goes, and no more than the swap cache nobody maps,
+ * read now (unmapped_swapcache()): a wake set that is the whole offload set
  * (the model had not seen the container work) leaves nothing to drop, and the pages the
  * application has mapped since the wake are not the drop's to take.
  */
@@ -346,8 +362,8 @@ static void drop_unsettled(struct pt_action *a, uint64_t t0)
 	    pt_cgroup_read_key(a->dir, "memory.stat", "swapcached", &sc) ||
 	    pt_cgroup_read_key(a->dir, "memory.stat", "anon", &anon))
 		return;
-	if (drop > (sc > anon ? sc - anon : 0))
-		drop = sc > anon ? sc - anon : 0;
+	if (drop > unmapped_swapcache(sc, anon))
+		drop = unmapped_swapcache(sc, anon);
 	if (drop < PT_DROP_CLOSE)
 		return;
 	a->freed = drop_swapcache(a->dir, sc - drop, drop + PT_DROP_CLOSE, PT_COLD_DROP_STEP,
@@ -648,19 +664,6 @@ static void run_trim(struct pt_job *job)
 	a->ms = pt_now_ms() - t0;
 }
 
-/*
- * Swap cache nobody maps: pages its timers' faults read ahead while it is idle, a prefetch
- * it never touched. They are on the tier already, so they go at no write cost.
- * memory.stat's anon counts mapped anonymous pages only, so swapcached - anon is a lower
- * bound on the unmapped part: trimming no more than that never takes a mapped page's worth.
- */
-static uint64_t stray_swapcache(const struct pt_context *ctx)
-{
-	const struct pt_cgroup_sample *s = &ctx->sample;
-
-	return s->swapcached > s->anon ? s->swapcached - s->anon : 0;
-}
-
 bool pt_context_trim_due(struct pt_context *ctx, uint64_t now, uint64_t interval_ms)
 {
 	uint64_t cur = ctx->sample.memory_current;
@@ -871,7 +874,7 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 		 */
 		if (unsettled > stray_swapcache(ctx))
 			unsettled = stray_swapcache(ctx);
-		if (unsettled < (1ULL << 20))
+		if (unsettled < PT_DROP_CLOSE)
 			return NULL;
 		a = new_action(ctx, PT_JOB_TRIM);
 		if (a) {

@@ -124,17 +124,23 @@ void pt_hot_chunk_addr(const struct pt_hot *h, uint64_t id, int *slot, uint64_t 
 	*addr = (id & ((1ULL << PT_HOT_ADDR_BITS) - 1)) << h->chunk_shift;
 }
 
+/* Lets go of slot @i's pidfd, if it keeps one. */
+static void release_pidfd(struct pt_hot *h, int i)
+{
+	if (h->pidfds[i] > 0) {
+		pt_pidfd_close(h->pidfds[i]);
+		h->n_pidfds--;
+	}
+	h->pidfds[i] = 0;
+}
+
 static void forget_slot(struct pt_hot *h, int i)
 {
 	pt_mq_remove_range(h->mq, pt_hot_chunk_id(h, i, 0),
 			   pt_hot_chunk_id(h, i, ~0ULL >> (64 - PT_HOT_ADDR_BITS - h->chunk_shift)));
 	h->pids[i] = 0;
 	h->starts[i] = 0;
-	if (h->pidfds[i] > 0) {
-		pt_pidfd_close(h->pidfds[i]);
-		h->n_pidfds--;
-	}
-	h->pidfds[i] = 0;
+	release_pidfd(h, i);
 }
 
 static int slot_of(struct pt_hot *h, pid_t pid, uint64_t start, bool add)
@@ -202,10 +208,7 @@ int pt_hot_apply_scans(struct pt_hot *h, struct pt_proc_scan *scans, int n)
 		alive[slot] = true;
 		/* The process as this scan saw it (in the cgroup, alive): what advice reaches. */
 		if (scans[p].pidfd > 0) {
-			if (h->pidfds[slot] > 0) {
-				pt_pidfd_close(h->pidfds[slot]);
-				h->n_pidfds--;
-			}
+			release_pidfd(h, slot);
 			h->pidfds[slot] = scans[p].pidfd;
 			scans[p].pidfd = 0;
 			/* Within the limits, or named by pid and start time alone (pidfd.h). */
@@ -543,8 +546,10 @@ int pt_hot_ranges(const struct pt_hot *h, const uint64_t *ids, size_t n,
 			memset(p, 0, sizeof(*p));
 			p->pid = h->pids[slot];
 			p->start = h->starts[slot];
-			/* Its own pidfd: the context may let go of the slot while a job advises. */
-			/* Over the limit (0): the advice pins it then. */
+			/*
+			 * Its own pidfd: the context may let go of the slot while a job advises.
+			 * Over the limit (0): the advice pins it then.
+			 */
 			if (h->pidfds[slot] > 0)
 				p->pidfd = pt_pidfd_dup(h->pidfds[slot]);
 		}

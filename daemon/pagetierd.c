@@ -477,9 +477,7 @@ static void raise_fd_limit(void)
 	if (getrlimit(RLIMIT_NOFILE, &rl))
 		return;
 	if (rl.rlim_cur < rl.rlim_max) {
-		rlim_t want = rl.rlim_max;
-
-		rl.rlim_cur = want;
+		rl.rlim_cur = rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &rl)) {
 			pt_warn("cannot raise the descriptor limit (%s): with many containers, some processes go unmanaged",
 				strerror(errno));
