@@ -366,7 +366,11 @@ static void drop_unsettled(struct pt_action *a, uint64_t t0)
 		drop = unmapped_swapcache(sc, anon);
 	if (drop < PT_DROP_CLOSE)
 		return;
-	a->freed = drop_swapcache(a->dir, sc - drop, drop + PT_DROP_CLOSE, PT_COLD_DROP_STEP,
+	/*
+	 * The container is active again: the small steps of an active trim, as a step that
+	 * writes costs its size (an 8 MiB step wrote 4.4 MiB of redis under load in make test).
+	 */
+	a->freed = drop_swapcache(a->dir, sc - drop, drop + PT_DROP_CLOSE, PT_TRIM_ACTIVE_STEP,
 				  &a->drop_stop);
 	a->drop_ms = pt_now_ms() - t0 - a->ms;
 }
