@@ -102,21 +102,28 @@ PT_CLOUD_THROTTLE=${THROTTLE:-throttling.iops-total=3000,throttling.bps-total=12
 # the guest's panic on the NMI that qmp_diag.py sent, with the backtrace of the CPU it
 # interrupted.
 pt_vm_run() {
-	local out=$2 rc
+	local out=$2 rc kind
 	pt_vm_run_once "$@"
 	rc=$?
 	# QEMU 7.2's multi-threaded TCG can run a vCPU through a stale translation of kernel
 	# text that the other vCPU just live-patched (a static key, a BPF trampoline; see
-	# cgroup.memory=nokmem below): the guest dies of "Oops: int3" at the patched site, as
-	# in ttwu_do_activate while pagetierd attached its sched_wakeup program (two CI runs
-	# of twenty). The emulator's bug, not the guest's: such a run is run once more, and
-	# says so; its first console stays beside the output. PT_VM_INT3_RETRY=0: no retry.
-	if [ "${PT_VM_INT3_RETRY:-1}" = 1 ] && grep -q "Oops: int3" "$out/console.log" 2>/dev/null; then
-		cp "$out/console.log" "$out.int3-console.log"
-		echo "vm: the guest died of 'Oops: int3' (QEMU 7.2 MTTCG, stale translation of patched kernel text; its console: $out.int3-console.log): running it once more" >&2
+	# cgroup.memory=nokmem below): the guest dies of an int3 oops at the patched site (as
+	# in ttwu_do_activate while pagetierd attached its sched_wakeup program, two CI runs of
+	# twenty), or of an invalid opcode or a general protection fault in a half-written
+	# instruction. console_crash.py tells those from everything else: a report that names
+	# pagetier.ko, or any other kind, is the run's result. An emulator's death is run once
+	# more, and says so; its first console stays beside the output, and the report is
+	# printed. PT_VM_INT3_RETRY=0: no retry.
+	kind=$(python3 "$PT_TOP/tests/vm/console_crash.py" --kind "$out/console.log" 2>/dev/null)
+	if [ "${PT_VM_INT3_RETRY:-1}" = 1 ] && [ "$kind" = emulator ]; then
+		cp "$out/console.log" "$out.emulator-console.log"
+		{
+			echo "vm: the guest died of the emulator's bug (QEMU 7.2 MTTCG, stale translation of patched kernel text; its console: $out.emulator-console.log): running it once more. Its report:"
+			python3 "$PT_TOP/tests/vm/console_crash.py" "$out.emulator-console.log" | sed 1d | head -n 25 | sed 's/^/vm:   /'
+		} >&2
 		pt_vm_run_once "$@"
 		rc=$?
-		mv "$out.int3-console.log" "$out/int3-first-console.log"
+		mv "$out.emulator-console.log" "$out/emulator-first-console.log"
 	fi
 	return "$rc"
 }

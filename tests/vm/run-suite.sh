@@ -39,8 +39,11 @@ for kv in "$@"; do
 			WHY[$kv]+="guest did not finish (exit $vrc): boot failure or kernel crash; "
 		fi
 		WHY[$kv]+="console: $out/console.log"
-		# The kernel's own report (a panic, the NMI backtrace of a timed-out guest) ends it.
-		echo "---- last console lines ----"; tail -n 80 "$out/console.log"
+		# The kernel's first report (an oops, a BUG), which the NMI backtraces of a panic
+		# push out of the console's last lines; then those lines.
+		echo "---- the kernel's first report ----"
+		python3 "$PT_TOP/tests/vm/console_crash.py" "$out/console.log"
+		echo "---- last console lines ----"; tail -n 60 "$out/console.log"
 		[ -f "$out/qmp-diag.txt" ] && { echo "---- QEMU ----"; cat "$out/qmp-diag.txt"; }
 	elif [ "$(cat "$out/guest.rc")" != 0 ] && [ "$f" = 0 ]; then
 		f=1; WHY[$kv]+="guest suite exited non-zero; "
