@@ -38,7 +38,8 @@
  *    not seen.
  * On kernels with PG_young (CONFIG_PAGE_IDLE_FLAG: 6.12, not 6.1) a cleared accessed bit
  * is kept in the folio's PG_young, as DAMON does, so that reclaim still sees the
- * reference; the scanner's own results do not depend on it.
+ * reference; without it (6.1) it is reported to the LRU with folio_mark_accessed(), as
+ * DAMON_LRU_SORT marks hot pages. The scanner's own results depend on neither.
  *
  * Bounded work: one call covers at most max_pages pages and says where it stopped
  * (next_addr). Inside a call, the mmap_lock is taken for batches of PT_SCAN_BATCH pages;
@@ -134,34 +135,42 @@ static bool pt_vma_clearable(struct vm_area_struct *vma)
 	return !(vma->vm_flags & VM_IO);
 }
 
-#if PT_HAVE_PG_YOUNG
 /* Mappings whose entries all refer to ordinary pages with a struct folio. */
 static bool pt_vma_normal(struct vm_area_struct *vma)
 {
 	return !(vma->vm_flags & (VM_PFNMAP | VM_IO | VM_MIXEDMAP));
 }
 
-/* Keeps a cleared reference visible to reclaim (folio_referenced()), as DAMON does. */
+/*
+ * Keeps a cleared reference visible to reclaim. With PG_young, exactly as DAMON does:
+ * folio_referenced() counts it as the accessed bit it was. Without it (6.1), the reference
+ * goes to the LRU as a fault or a read(2) would report it, folio_mark_accessed(), as
+ * DAMON_LRU_SORT marks hot pages: a page seen referenced in two epochs is activated. Without
+ * either, reclaim would find the bit the scanner cleared missing and take the pages an
+ * active container uses (real_servers on 6.1: a trim of redis's unused swap cache under
+ * load wrote the pages it served, and stopped). Called under the PTE or PMD lock, as
+ * zap_pte_range() calls mark_page_accessed(): the page is mapped, its folio cannot go.
+ */
+static void pt_keep_young_folio(struct folio *folio)
+{
+#if PT_HAVE_PG_YOUNG
+	folio_set_young(folio);
+#else
+	folio_mark_accessed(folio);
+#endif
+}
+
 static void pt_keep_young_pte(struct vm_area_struct *vma, pte_t pte)
 {
 	if (pt_vma_normal(vma) && !pte_special(pte) && !pte_devmap(pte))
-		folio_set_young(page_folio(pte_page(pte)));
+		pt_keep_young_folio(page_folio(pte_page(pte)));
 }
 
 static void pt_keep_young_pmd(struct vm_area_struct *vma, pmd_t pmd)
 {
 	if (pt_vma_normal(vma) && !pmd_devmap(pmd))
-		folio_set_young(page_folio(pmd_page(pmd)));
+		pt_keep_young_folio(page_folio(pmd_page(pmd)));
 }
-#else
-static void pt_keep_young_pte(struct vm_area_struct *vma, pte_t pte)
-{
-}
-
-static void pt_keep_young_pmd(struct vm_area_struct *vma, pmd_t pmd)
-{
-}
-#endif
 
 /* The accessed state kept by secondary MMUs, cleared along with ours. */
 static bool pt_secondary_young(struct pt_scan_ctx *c, bool clear, unsigned long addr,
