@@ -583,9 +583,20 @@ int pt_mq_remove_range(struct pt_mq *mq, uint64_t first, uint64_t last)
 	return removed;
 }
 
+static void node_info(const struct mq_node *n, struct pt_mq_chunk *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->where = n->list == L_OUT ? PT_MQ_HISTORY : PT_MQ_RESIDENT;
+	out->queue = n->list == L_OUT ? 0 : n->list;
+	out->freq = n->freq;
+	out->stamp = n->stamp;
+	out->aged = n->list == L_OUT && n->aged;
+	out->accessed = n->seen;
+	out->last_access = n->touched;
+}
+
 int pt_mq_lookup(const struct pt_mq *mq, uint64_t id, struct pt_mq_chunk *out)
 {
-	const struct mq_node *n;
 	uint32_t i;
 
 	if (!mq || !out)
@@ -595,14 +606,28 @@ int pt_mq_lookup(const struct pt_mq *mq, uint64_t id, struct pt_mq_chunk *out)
 	i = hash_find(mq, id);
 	if (i == NIL)
 		return -ENOENT;
-	n = &mq->nodes[i];
-	out->where = n->list == L_OUT ? PT_MQ_HISTORY : PT_MQ_RESIDENT;
-	out->queue = n->list == L_OUT ? 0 : n->list;
-	out->freq = n->freq;
-	out->stamp = n->stamp;
-	out->aged = n->list == L_OUT && n->aged;
-	out->accessed = n->seen;
-	out->last_access = n->touched;
+	node_info(&mq->nodes[i], out);
+	return 0;
+}
+
+int pt_mq_coldest_next(const struct pt_mq *mq, struct pt_mq_cursor *c, uint64_t *id,
+		       struct pt_mq_chunk *info)
+{
+	if (!mq || !c || !id || !info)
+		return -EINVAL;
+	if (!c->started) {
+		c->started = true;
+		c->queue = 0;
+		c->node = mq->p.nr_queues ? mq->lists[0].head : NIL;
+	}
+	/* Past a queue's MRU end: the next queue's LRU end. */
+	while (c->node == NIL && c->queue + 1 < mq->p.nr_queues)
+		c->node = mq->lists[++c->queue].head;
+	if (c->node == NIL)
+		return -ENOENT;
+	*id = mq->nodes[c->node].id;
+	node_info(&mq->nodes[c->node], info);
+	c->node = mq->nodes[c->node].next;
 	return 0;
 }
 

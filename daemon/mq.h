@@ -171,6 +171,29 @@ int pt_mq_coldest(const struct pt_mq *mq, uint64_t *out, size_t max);
 int pt_mq_hottest(const struct pt_mq *mq, uint64_t *out, size_t max);
 
 /*
+ * A walk of the resident chunks in pt_mq_coldest() order, one at a time, for a caller that
+ * needs only the first few of many (the global victim order over thousands of contexts).
+ * Any change to the model ends the walk's validity: start a new one.
+ */
+struct pt_mq_cursor {
+	unsigned int queue;		/* the queue of @node */
+	uint32_t node;			/* the next chunk's node; past the end: none */
+	bool started;
+};
+
+static inline void pt_mq_cursor_init(struct pt_mq_cursor *c)
+{
+	*c = (struct pt_mq_cursor){ 0 };
+}
+
+/*
+ * The next chunk of the walk: its id and what pt_mq_lookup() would say of it. 0, -ENOENT
+ * past the last resident chunk, -EINVAL.
+ */
+int pt_mq_coldest_next(const struct pt_mq *mq, struct pt_mq_cursor *c, uint64_t *id,
+		       struct pt_mq_chunk *info);
+
+/*
  * The daemon offloaded resident chunk @id: it moves to Qout (the oldest entry of a full Qout
  * is forgotten). 0 (also if it is already in Qout), -ENOENT if the model does not know it.
  */
