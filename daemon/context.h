@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sample_pace.h"
 #include "actuator.h"
 #include "cgroup.h"
 #include "config.h"
@@ -162,6 +163,8 @@ struct pt_context {
 	uint64_t cold_offloaded_bytes;
 
 	/* Wake sources. */
+	uint64_t signals;		/* events of any kind: BPF, tier reads, preload records */
+	struct pt_sample_pace pace;	/* when its cgroup is sampled (sample_pace.h) */
 	char wake_source[48];		/* what detected the last wake */
 	uint64_t bpf_events[8];		/* by enum pt_bpf_event_type */
 	uint64_t tier_reads;		/* demand reads of its pages on the tiers (event ring) */

@@ -303,6 +303,7 @@ void pt_manager_bpf_event(struct pt_manager *m, uint64_t cgroup_id, uint32_t typ
 		return;
 	}
 	ctx->bpf_events[type]++;
+	ctx->signals++;
 	on_signal(m, ctx, pt_signal_bpf(type, flags), bpf_source[type]);
 }
 
@@ -314,6 +315,7 @@ void pt_manager_tier_event(struct pt_manager *m, const struct pagetier_event *e)
 	if (e->type != PAGETIER_EVENT_DEMAND_READ || !(ctx = pt_manager_find(m, e->cgroup_id)))
 		return;
 	ctx->tier_reads++;
+	ctx->signals++;
 	/* The swap-ins BPF sees are these reads: count them once. */
 	if (!m->bpf_swapins)
 		on_signal(m, ctx, pt_signal_tier(e), "demand reads (tier)");
@@ -353,6 +355,7 @@ void pt_manager_preload_record(struct pt_manager *m, const char *cgroup,
 	if (!ctx)
 		return;
 	ctx->preload_records++;
+	ctx->signals++;
 	on_signal(m, ctx, pt_signal_preload(ev), "allocator activity (preload)");
 }
 
@@ -631,6 +634,13 @@ static void check_fill(struct pt_manager *m, uint64_t now)
 	m->fill_level = level;
 }
 
+/* Idle with nothing in flight or pending: only its own tasks can change that. */
+static bool quiet(const struct pt_context *ctx)
+{
+	return ctx->idle.state == PT_STATE_IDLE && !ctx->busy && !ctx->offload_pending &&
+	       !ctx->wake_pending && !ctx->trim_until_ms && !ctx->settle_passes;
+}
+
 void pt_manager_tick(struct pt_manager *m, uint64_t now)
 {
 	check_fill(m, now);
@@ -646,7 +656,13 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 	for (size_t i = m->n_ctxs; i-- > 0;) {
 		struct pt_context *ctx = &m->ctxs[i];
 		const struct pt_kmod_usage *u;
-		int rc = sample_ctx(m, ctx, now, false);
+		int rc;
+
+		if (!pt_sample_due(&ctx->pace, m->bpf_wakeups, ctx->signals, now)) {
+			m->samples_skipped++;
+			continue;
+		}
+		rc = sample_ctx(m, ctx, now, false);
 
 		if (rc == -ENOENT && cgroup_gone(ctx)) {
 			drop_ctx(m, i, "cgroup vanished");
@@ -671,6 +687,7 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		}
 		tick_ctx(m, ctx, now);
 		sync_wake_events(m, ctx);
+		pt_sample_taken(&ctx->pace, quiet(ctx), ctx->signals, now);
 	}
 }
 

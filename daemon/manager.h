@@ -43,6 +43,8 @@ struct pt_manager {
 	int prefetch_fd;		/* kmod_fd if it has PAGETIER_FEAT_PREFETCH, else -1 */
 	enum pt_scanner_kind scanner;
 	bool bpf_swapins;		/* BPF counts swap-ins: tier demand reads are the same */
+	/* BPF reports every task wake of a tracked cgroup: quiet contexts need no polling. */
+	bool bpf_wakeups;
 	struct pt_preload_server *preload;	/* NULL: no preload socket */
 	const char *meminfo_path;	/* /proc/meminfo */
 	/* The cgroup walk: NULL is pt_cgroup_walk (tests inject its failures). */
@@ -84,6 +86,7 @@ struct pt_manager {
 	uint64_t rescan_interval_ms;	/* walks at most this often from ticks (0: each tick) */
 	uint64_t walk_errors;		/* cgroup walks that failed: contexts kept */
 	uint64_t sample_errors;		/* samples that failed for another reason than ENOENT */
+	uint64_t samples_skipped;	/* quiet contexts not sampled in a tick (sample_pace.h) */
 };
 
 /* Takes @cfg (the manager frees it). The caller sets the backends and hooks after. */

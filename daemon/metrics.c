@@ -781,4 +781,7 @@ void pt_metrics_render(FILE *out, const struct pt_manager *m, const struct pt_ti
 	single_u64(out, "pagetier_sample_errors_total", "counter",
 		   "Cgroup samples that failed for another reason than the cgroup being gone.",
 		   m->sample_errors);
+	single_u64(out, "pagetier_samples_skipped_total", "counter",
+		   "Cgroup samples not taken: quiet idle containers whose tasks no event woke.",
+		   m->samples_skipped);
 }

@@ -306,8 +306,10 @@ static void open_bpf(struct pt_daemon *d)
 		return;
 	}
 	na = pt_bpf_attached(d->bpf, names, 8);
-	for (size_t i = 0; i < na; i++)
+	for (size_t i = 0; i < na; i++) {
 		d->m.bpf_swapins |= strncmp(names[i], "swapin=", 7) == 0;
+		d->m.bpf_wakeups |= strncmp(names[i], "wakeup=", 7) == 0;
+	}
 	pt_info("BPF wake sources attached: %s", report);
 }
 

@@ -418,6 +418,90 @@ static void test_tick_costs(void **state)
 	assert_false(waking(&f->r, web->cgroup_id));
 }
 
+/*
+ * With every task wake an event (BPF's sched_wakeup attached), a quiet idle context is not
+ * sampled each tick: an event brings a sample (and a wake where it is one) at once, and its
+ * CPU is looked at every few seconds whatever happens.
+ */
+static void test_quiet_contexts_follow_events(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms(), skipped;
+
+	f->m.bpf_wakeups = true;
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);	/* offload, settles: done */
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_int_equal(web->settle_passes, 0);
+	/* Through its grace it is sampled each tick; then no more than every few seconds. */
+	for (uint64_t end = t + PT_PACE_QUIET_GRACE_MS; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	skipped = f->m.samples_skipped;
+	for (uint64_t end = t + 8000; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	/* web and db (critical, idle too) skip 78 of 80 ticks each, give or take a sample. */
+	assert_true(f->m.samples_skipped - skipped >= 2 * (80 - 8000 / PT_PACE_QUIET_MAX_MS - 1));
+	/* Its CPU still counts: a sample every PT_PACE_QUIET_MAX_MS sees it. */
+	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 100000000000\n");
+	for (uint64_t end = t + PT_PACE_QUIET_MAX_MS + 200; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->n_wakes, 1);
+	assert_string_equal(web->wake_source, "cpu usage");
+	finish_all(&f->m, &f->r);
+
+	/* Back to quiet; then a task wakeup (no wake by itself) brings the next sample. */
+	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 100000000000\n");
+	for (uint64_t end = t + 12000 + PT_PACE_QUIET_GRACE_MS; t < end; t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	pt_manager_tick(&f->m, t);
+	skipped = f->m.samples_skipped;
+	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 200000000000\n");
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0);
+	pt_manager_tick(&f->m, t + 100);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->n_wakes, 2);	/* its CPU, read because it was woken */
+	assert_int_equal(f->m.samples_skipped - skipped, 1);	/* db's */
+}
+
+/* A task woken once that then runs on (no further wakeup): the polls after it see its CPU. */
+static void test_a_woken_task_is_followed(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms(), usage = 1000;
+	char buf[64];
+
+	f->m.bpf_wakeups = true;
+	for (uint64_t end = t + 4000 + PT_PACE_QUIET_GRACE_MS; t < end; t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0);
+	/* From now on it runs a full CPU; no other event comes. */
+	for (uint64_t end = t + 2000; t < end; t += 100) {
+		usage += 100000;
+		snprintf(buf, sizeof(buf), "usage_usec %llu\n", (unsigned long long)usage);
+		fx_write(f->root, "ct/web/cpu.stat", buf);
+		pt_manager_tick(&f->m, t);
+		if (ctx_named(&f->m, "web")->n_wakes)
+			break;
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->n_wakes, 1);
+	assert_string_equal(web->wake_source, "cpu usage");
+}
+
 /* One epoch's scan of this process for @ctx: 32 chunks at @base, accessed or only present. */
 static void feed_scan_at(struct pt_manager *m, struct pt_context *ctx, uint64_t base,
 			 bool accessed)
@@ -905,6 +989,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_tier_holds_offload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_offload_paced, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quiet_contexts_follow_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_woken_task_is_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_walk_and_sample_errors_drop_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),

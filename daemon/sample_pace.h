@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * How often a context's cgroup is sampled (cpu.stat, memory.current, memory.stat): every
+ * poll, except a quiet one when the kernel tells of its activity by events. Pure: the
+ * manager says what it knows; unit tested.
+ *
+ * An idle context with nothing in flight (no offload, settle, trim or prefetch pending) can
+ * only become active through its tasks, and a task uses CPU only after it is woken: with the
+ * BPF sched_wakeup program attached, every wake of one of its tasks is an event (at most one
+ * per 100 ms), and so is every swap-in, fault, ingress packet, tier demand read and preload
+ * record. Sampling such a context each poll (twice a second) reads three files to learn
+ * nothing: at a thousand sleeping containers that was most of the daemon's cost, which
+ * issue 15 wants to follow the active containers. So a quiet context is sampled when an
+ * event for it has arrived since its last sample, and each poll for PT_PACE_FOLLOW_MS after
+ * a sample that found one (a task woken by a signal may go on running without waking
+ * again: its CPU shows in the polls that follow), and otherwise once every
+ * PT_PACE_QUIET_MAX_MS: what no event announces (a task moved into the cgroup while running,
+ * a fork's first run) is seen that much later, which changes no memory decision, since
+ * memory activity (faults, swap-ins) is itself an event. For PT_PACE_QUIET_GRACE_MS after it
+ * becomes quiet it is still sampled each poll: its settle and offload have just been
+ * applied, and status (what an operator or a test reads) stays fresh while they land.
+ * Without the wakeup program every context is sampled each poll, as before.
+ */
+#ifndef PAGETIER_SAMPLE_PACE_H
+#define PAGETIER_SAMPLE_PACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PT_PACE_QUIET_GRACE_MS	10000
+#define PT_PACE_QUIET_MAX_MS	4000
+#define PT_PACE_FOLLOW_MS	3000
+
+struct pt_sample_pace {
+	uint64_t last_ms;		/* the last sample */
+	uint64_t quiet_since_ms;	/* quiet since (0: not quiet at the last sample) */
+	uint64_t signals;		/* the context's event count at the last sample */
+	uint64_t follow_until_ms;	/* sampled each poll until then: an event came */
+};
+
+/*
+ * Whether to sample now: @events_cover, every task wake of a tracked cgroup is an event;
+ * @signals, the context's events so far (any kind).
+ */
+bool pt_sample_due(const struct pt_sample_pace *p, bool events_cover, uint64_t signals,
+		   uint64_t now_ms);
+/* A sample was taken and acted on; @quiet: the context is idle with nothing in flight. */
+void pt_sample_taken(struct pt_sample_pace *p, bool quiet, uint64_t signals, uint64_t now_ms);
+
+#endif
