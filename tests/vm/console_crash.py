@@ -5,13 +5,16 @@ once more (tests/vm/lib.sh, pt_vm_run).
 QEMU 7.2's multi-threaded TCG can run a vCPU through a stale translation of kernel text that
 another vCPU has just live-patched (a static key flipped when a test creates or removes a
 cgroup, a BPF trampoline). What the stale vCPU then executes is the patch's int3 byte, or a
-half-written instruction: the guest dies of an "int3" oops, an "invalid opcode" or a
-"general protection fault" at a kernel text address that has nothing wrong with it. That is
-the emulator's bug, and such a run is run once more. Every other death is the run's result:
+half-written instruction: the guest dies of an "int3" oops, an "invalid opcode", a "general
+protection fault" or a "double fault" at a kernel text address that has nothing wrong with it
+(make test on 6.12: int3 in exc_page_fault at the page_fault_user tracepoint's site, a
+double fault in __kmalloc_node_noprof just past a jump label). That is the emulator's bug,
+and such a run is run once more (the harness runs single-threaded TCG by default, where it
+should not happen at all). Every other death is the run's result:
 
   none      no oops, BUG or panic in the console (a hang, a timeout, a clean exit);
   pagetier  a report whose lines name pagetier.ko ("[pagetier]"): our bug, never retried;
-  emulator  the first report is one of the three kinds above and names no module of ours;
+  emulator  the first report is one of the four kinds above and names no module of ours;
   other     anything else (a page fault, a BUG_ON, a lockup): the run fails.
 
 The first report counts: what follows an oops (a panic, the NMI backtraces of every CPU that
@@ -26,12 +29,14 @@ import sys
 
 # The first line of a kernel report: an oops (die()), a BUG, a panic, a WARN.
 REPORT_START = re.compile(
-    r"(?:Oops: )?(?:int3|invalid opcode|general protection fault[^:]*): [0-9a-f]{4} \[#\d+\]"
-    r"|\bOops: [0-9a-f]{4} \[#\d+\]"
+    r"(?:Oops: )?(?:int3|invalid opcode|double fault|general protection fault[^:]*): "
+    r"[0-9a-f]{4} \[#\d+\]"
+    r"|\bOops: [^:\n]*:? ?[0-9a-f]{4} \[#\d+\]"
     r"|\bBUG: |\bKernel panic - not syncing|\bWARNING: CPU: \d+ PID: \d+|\bkernel BUG at ")
 # The reports a stale translation of patched text gives.
 EMULATOR_KIND = re.compile(
-    r"(?:Oops: )?(?:int3|invalid opcode|general protection fault[^:]*): [0-9a-f]{4} \[#\d+\]")
+    r"(?:Oops: )?(?:int3|invalid opcode|double fault|general protection fault[^:]*): "
+    r"[0-9a-f]{4} \[#\d+\]")
 # A report's end: the kernel prints this after the registers and the trace.
 REPORT_END = re.compile(r"---\[ end trace |\bKernel Offset: |---\[ end Kernel panic")
 OURS = "[pagetier]"

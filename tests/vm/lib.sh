@@ -8,6 +8,14 @@ PT_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PT_VM_MEM=${PT_VM_MEM:-3G}
 PT_VM_CPUS=${PT_VM_CPUS:-2}
 PT_VM_NVME_SIZE=${PT_VM_NVME_SIZE:-4G}
+# TCG's threading: "single" runs every vCPU in one host thread, taking turns; "multi"
+# (MTTCG, QEMU's default) gives each its own. QEMU 7.2's MTTCG can run a vCPU through a stale
+# translation of kernel text another vCPU has just live-patched (a static key, a tracepoint
+# or BPF trampoline that pagetierd attaches or detaches): the guest dies of an int3 oops, a
+# double fault or a general protection fault at a patch site (make test on 6.12: three
+# guests of four in one session, at exc_page_fault's page_fault_user tracepoint, at
+# __kmalloc_node_noprof). With one TCG thread no vCPU runs while another patches.
+PT_VM_TCG_THREAD=${PT_VM_TCG_THREAD:-single}
 # PT_VM_TIMEOUT (seconds a guest may run, default PT_VM_TIMEOUT_DEFAULT) is read by
 # pt_vm_run itself, so that a caller's own default (PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-2400}
 # pt_vm_run ...) applies.
@@ -182,7 +190,7 @@ pt_vm_run_once() {
 	timeout -k 10 $((limit + 30)) \
 		vng --run "$vmlinuz" --disable-kvm --memory "$PT_VM_MEM" --cpus "$PT_VM_CPUS" \
 		--cwd "$PT_TOP" --rwdir "$out" --verbose --append "${kargs[*]}" \
-		--qemu-opts="-qmp unix:$qmp,server=on,wait=off -drive file=$img,if=none,id=nv0,format=raw,cache=none,aio=threads,$PT_DRIVE_OPTS -device nvme,serial=pagetier-nvme,drive=nv0 $extra" \
+		--qemu-opts="-accel tcg,thread=$PT_VM_TCG_THREAD -qmp unix:$qmp,server=on,wait=off -drive file=$img,if=none,id=nv0,format=raw,cache=none,aio=threads,$PT_DRIVE_OPTS -device nvme,serial=pagetier-nvme,drive=nv0 $extra" \
 		--exec "export PT_OUT=$out PT_TOP=$PT_TOP; $cmd" </dev/null 2>&1 |
 		sed -u -e 's/^virtme-run: failed to start virtiofsd, fallback to 9p//' \
 			-e '/^virtme: waiting for virtiofsd/d' -e '/^fuse: invalid argument/d' |

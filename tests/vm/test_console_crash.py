@@ -58,6 +58,24 @@ INVALID_OPCODE_THEN_OURS_LATER = """\
 """
 
 
+DOUBLE_FAULT_612 = """\
+[  157.118432] traps: PANIC: double fault, error_code: 0x0
+[  157.120865] Oops: double fault: 0000 [#1] PREEMPT SMP NOPTI
+[  157.121948] CPU: 1 UID: 0 PID: 2372 Comm: pagetierd Tainted: G           OE      6.12.117+deb12-amd64 #1
+[  157.122459] RIP: 0010:__kmalloc_node_noprof+0xd9/0x450
+[  157.129000] Kernel panic - not syncing: Fatal exception in interrupt
+[  157.129967] Sending NMI from CPU 1 to CPUs 0:
+[  157.288055] Kernel Offset: 0x1e000000 from 0xffffffff81000000
+"""
+
+# An oops the kernel names otherwise: "Oops: <what>: 0000 [#1]" of any kind counts.
+OTHER_OOPS = """\
+[   60.000000] Oops: stack segment: 0000 [#1] PREEMPT SMP NOPTI
+[   60.000100] RIP: 0010:kmem_cache_alloc+0x10/0x90
+[   60.000200] ---[ end trace 0000000000000000 ]---
+"""
+
+
 class Classify(unittest.TestCase):
     def test_clean_console(self):
         self.assertEqual(classify("ok 1 a\nok 2 b\n[  1.0] nvme nvme0: 2/0/0 queues\n")[0],
@@ -83,6 +101,16 @@ class Classify(unittest.TestCase):
         kind, report = classify(INVALID_OPCODE_THEN_OURS_LATER)
         self.assertEqual(kind, "emulator")
         self.assertEqual(len(report), 3)
+
+    def test_a_double_fault_past_a_patch_site_is_the_emulator(self):
+        kind, report = classify(DOUBLE_FAULT_612)
+        self.assertEqual(kind, "emulator")
+        self.assertTrue(report[0].startswith("Oops: double fault"))
+
+    def test_any_oops_is_a_report(self):
+        kind, report = classify(OTHER_OOPS)
+        self.assertEqual(kind, "other")
+        self.assertTrue(report[0].startswith("Oops: stack segment"))
 
     def test_a_warning_is_a_report(self):
         text = ("[ 9.0] WARNING: CPU: 1 PID: 77 at mm/page_alloc.c:4500 __alloc_pages+0x1/0x2\n"
