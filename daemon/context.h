@@ -146,6 +146,12 @@ struct pt_context {
 	uint64_t last_trim_ms;		/* idle: the last look for stray swap cache */
 	uint64_t trim_held_until_ms;	/* no trim before then: the last one wrote */
 	uint64_t trims_wrote;		/* trims stopped because their reclaim wrote */
+	/*
+	 * Active: when its last wake's prefetch was done, and the swap cache nobody mapped at
+	 * the last trim look (what the application still maps as it reads its memory back).
+	 */
+	uint64_t prefetch_done_ms;
+	uint64_t stray_looked;
 	uint64_t idle_low_current;	/* idle: lowest memory.current since the last trim look */
 	bool memory_signal;		/* scans tell pages apart: idle.h's memory rule applies */
 	uint64_t last_epoch_ms;		/* when the latest scan was applied */

@@ -734,6 +734,42 @@ static void test_idle_trims_stray_swapcache(void **state)
 }
 
 /*
+ * A wake whose container is still reading its memory back when the window ends (a large
+ * one, a slow drive): what it has not mapped yet stays while it keeps mapping more, counted
+ * from the prefetch's end, not the wake; it goes once the reading stops.
+ */
+static void test_trim_waits_while_the_prefetch_is_read(void **state)
+{
+	struct pt_context c;
+	struct pt_action *a;
+	uint64_t t = 1000000;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	snprintf(c.policy.name, sizeof(c.policy.name), "ptwork");
+	c.hot_ok = true;
+	c.hot.chunk_shift = 16;
+	c.idle.state = PT_STATE_ACTIVE;
+	c.n_wakes = 1;
+	c.idle.woke_at_ms = t;
+	c.prefetch_done_ms = t + 11000;	/* 256 MiB, 11 s */
+	c.sample.anon = 60ULL << 20;
+	c.sample.swapcached = 256ULL << 20;
+	/* 10 s after the wake, but 1 s after the prefetch: nothing goes. */
+	assert_null(pt_context_trim(&c, t + 12000));
+	/* Past the window; it maps more at each look: nothing goes. */
+	for (uint64_t at = t + 21000; at < t + 25000; at += 1000) {
+		c.sample.anon += 40ULL << 20;
+		assert_null(pt_context_trim(&c, at));
+	}
+	/* It stopped reading with 36 MiB unmapped (its data was 220 MiB): those go. */
+	a = pt_context_trim(&c, t + 26000);
+	assert_non_null(a);
+	assert_int_equal(a->budget, 36ULL << 20);
+	pt_context_apply(&c, a);
+}
+
+/*
  * The swap cache an active container holds beyond what it maps, once its wake's window is
  * over, goes (a wake before the model saw it work restores the whole offload set); a trim
  * that wrote holds the next back: an active one until the next wake, an idle one for a
@@ -752,7 +788,8 @@ static void test_trim_holds_after_a_write(void **state)
 	c.hot.chunk_shift = 16;
 	c.idle.state = PT_STATE_ACTIVE;
 	c.n_wakes = 1;
-	c.idle.woke_at_ms = t;
+	c.idle.woke_at_ms = t - 2000;
+	c.prefetch_done_ms = t;
 	c.sample.anon = 8ULL << 20;
 	c.sample.swapcached = 53ULL << 20;
 	/* Within the window: the prefetch may still be used. */
@@ -990,6 +1027,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_offload_paced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quiet_contexts_follow_events, setup, teardown),
+		cmocka_unit_test(test_trim_waits_while_the_prefetch_is_read),
 		cmocka_unit_test_setup_teardown(test_a_woken_task_is_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_walk_and_sample_errors_drop_nothing, setup,
 						teardown),
