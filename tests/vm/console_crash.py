@@ -9,8 +9,8 @@ half-written instruction: the guest dies of an "int3" oops, an "invalid opcode",
 protection fault" or a "double fault" at a kernel text address that has nothing wrong with it
 (make test on 6.12: int3 in exc_page_fault at the page_fault_user tracepoint's site, a
 double fault in __kmalloc_node_noprof just past a jump label). That is the emulator's bug,
-and such a run is run once more (the harness runs single-threaded TCG by default, where it
-should not happen at all). Every other death is the run's result:
+and such a run is run again (single-threaded TCG would avoid it, but halves the guest's CPU:
+tests/vm/lib.sh). Every other death is the run's result:
 
   none      no oops, BUG or panic in the console (a hang, a timeout, a clean exit);
   pagetier  a report whose lines name pagetier.ko ("[pagetier]"): our bug, never retried;
