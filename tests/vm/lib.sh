@@ -159,8 +159,11 @@ pt_vm_run_once() {
 	pt_new_image "$img" "$PT_VM_NVME_SIZE" "$PT_VM_DISK_NEED"
 
 	# The watchdog: at PT_VM_TIMEOUT it asks QEMU what the guest is doing (qmp_diag.py).
-	# Its sleep dies with it: an orphan would hold the caller's output open.
+	# Its sleep dies with it: an orphan would hold the caller's output open. Nor does it
+	# hold the VM lock: a run killed from outside left its watchdog's sleep holding it, and
+	# the next run waited for that sleep.
 	(
+		[ -n "${PT_VM_LOCK_FD:-}" ] && exec {PT_VM_LOCK_FD}>&-
 		trap 'kill "$sp" 2>/dev/null; exit 0' TERM
 		sleep "$limit" & sp=$!
 		wait "$sp"
