@@ -881,7 +881,7 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 		ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
 		ctx->prefetch_done_ms = pt_now_ms();
 		ctx->stray_looked = 0;
-		pt_idle_wake_done(&ctx->idle);
+		pt_idle_wake_done(&ctx->idle, ctx->prefetch_done_ms);
 		/*
 		 * Nothing to bring back, but what the offload wrote still goes: no more than
 		 * the swap cache nobody mapped when it was last sampled.
@@ -984,7 +984,7 @@ static void apply_prefetch(struct pt_context *ctx, struct pt_action *a)
 	ctx->last_wake_ms = pt_now_ms() - a->drop_ms - ctx->idle.woke_at_ms;
 	ctx->prefetch_done_ms = pt_now_ms();
 	ctx->stray_looked = 0;
-	pt_idle_wake_done(&ctx->idle);
+	pt_idle_wake_done(&ctx->idle, ctx->prefetch_done_ms);
 	ctx->scan_stretch = 1;	/* the prefetch's quality is measured scan by scan */
 	if (ctx->hot_ok)
 		pt_hot_prefetched(&ctx->hot, (uint32_t)(PT_QUALITY_WINDOW_MS /

@@ -225,10 +225,13 @@ void pt_idle_rebase(struct pt_idle *t, uint64_t usage_usec, uint64_t now_ms)
 	(void)now_ms;
 }
 
-void pt_idle_wake_done(struct pt_idle *t)
+void pt_idle_wake_done(struct pt_idle *t, uint64_t now_ms)
 {
-	if (t->state == PT_STATE_WAKING)
-		t->state = PT_STATE_ACTIVE;
+	if (t->state != PT_STATE_WAKING)
+		return;
+	t->state = PT_STATE_ACTIVE;
+	if (now_ms > t->last_active_ms)
+		t->last_active_ms = now_ms;
 }
 
 const char *pt_state_name(enum pt_state s)

@@ -118,7 +118,14 @@ enum pt_idle_event pt_idle_poke(struct pt_idle *t, uint64_t now_ms);
  * malloc_trim it asked for at idle) is not activity.
  */
 void pt_idle_rebase(struct pt_idle *t, uint64_t usage_usec, uint64_t now_ms);
-void pt_idle_wake_done(struct pt_idle *t);
+/*
+ * The wake's prefetch is done at @now_ms: active, and quiet from then, not from the wake
+ * signal. A prefetch that took longer than idle_threshold (a large container, a slow drive)
+ * would otherwise find the container "quiet" the moment it ended, and the offload would
+ * write back what it had just read (wake_kinds, make test on 6.1: a 2.9 s prefetch, a 2 s
+ * threshold, everything offloaded again 70 ms later).
+ */
+void pt_idle_wake_done(struct pt_idle *t, uint64_t now_ms);
 const char *pt_state_name(enum pt_state s);
 const char *pt_idle_cause_name(enum pt_idle_cause c);
 

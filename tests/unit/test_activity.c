@@ -78,7 +78,7 @@ static void test_feeds_idle_machine(void **state)
 	assert_int_equal(pt_idle_signal(&t, &p, (struct pt_signal){ PT_SIG_REFAULT, 62 }, 1700),
 			 PT_EV_NONE);
 	assert_int_equal(pt_idle_signal(&t, &p, pt_signal_bpf(2, 0), 1800), PT_EV_WOKE);
-	pt_idle_wake_done(&t);
+	pt_idle_wake_done(&t, 1800);
 	assert_int_equal(pt_idle_signal(&t, &p, pt_signal_bpf(3, 0), 1900), PT_EV_NONE);
 }
 

@@ -121,8 +121,40 @@ static void test_bursts_tolerated_sustained_work_wakes(void **state)
 	assert_true(at > 121000 && at <= 130100);
 	assert_int_equal(t.woke_at_ms, at);
 	assert_int_equal(t.cause, PT_CAUSE_CPU);
-	pt_idle_wake_done(&t);
+	pt_idle_wake_done(&t, at + 100);
 	assert_int_equal(t.state, PT_STATE_ACTIVE);
+}
+
+/*
+ * A prefetch that takes longer than idle_threshold: quiet counts from its end, so the
+ * container is not found idle (and offloaded again) the moment its memory is back.
+ */
+static void test_quiet_counts_from_the_wake_done(void **state)
+{
+	const struct pt_idle_params fast = { .threshold_ms = 2000, .cpu_permille = 50,
+					     .wake_pages = 64 };
+	struct pt_idle t;
+	uint64_t usage = 0, ms;
+
+	(void)state;
+	pt_idle_init(&t, 0);
+	for (ms = 0; ms <= 3000 && t.state != PT_STATE_IDLE; ms += 100)
+		pt_idle_cpu(&t, &fast, usage, ms);
+	assert_int_equal(t.state, PT_STATE_IDLE);
+	assert_int_equal(pt_idle_poke(&t, 5000), PT_EV_WOKE);	/* pagetierctl prefetch */
+	/* The prefetch runs 2.9 s; the application has not run yet. */
+	for (ms = 5100; ms < 7900; ms += 100)
+		assert_int_equal(pt_idle_cpu(&t, &fast, usage, ms), PT_EV_NONE);
+	pt_idle_wake_done(&t, 7900);
+	assert_int_equal(t.state, PT_STATE_ACTIVE);
+	for (ms = 8000; ms < 9900; ms += 100)
+		assert_int_equal(pt_idle_cpu(&t, &fast, usage, ms), PT_EV_NONE);
+	assert_int_equal(t.state, PT_STATE_ACTIVE);
+	/* Quiet for the whole threshold after it: idle. */
+	for (; ms <= 10500 && t.state == PT_STATE_ACTIVE; ms += 100)
+		pt_idle_cpu(&t, &fast, usage, ms);
+	assert_int_equal(t.state, PT_STATE_IDLE);
+	assert_true(ms - 100 >= 9900);
 }
 
 static void test_recreated_cgroup_is_activity(void **state)
@@ -166,7 +198,7 @@ static void test_packets(void **state)
 	assert_int_equal(t.state, PT_STATE_IDLE);
 	assert_int_equal(pt_idle_packet(&t, &tolerant, 4500), PT_EV_WOKE);
 	/* Packets older than the window are forgotten. */
-	pt_idle_wake_done(&t);
+	pt_idle_wake_done(&t, 4500);
 	assert_int_equal(run_cpu(&t, &tolerant, &usage, 4600, 7000, 100, 0, NULL),
 			 PT_EV_WENT_IDLE);
 	assert_int_equal(pt_idle_packet(&t, &tolerant, 9000), PT_EV_NONE);
@@ -281,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_continuous_work_is_never_idle),
 		cmocka_unit_test(test_bursts_tolerated_sustained_work_wakes),
 		cmocka_unit_test(test_recreated_cgroup_is_activity),
+		cmocka_unit_test(test_quiet_counts_from_the_wake_done),
 		cmocka_unit_test(test_packets),
 		cmocka_unit_test(test_memory_spread),
 		cmocka_unit_test(test_refaults_wake_only_beyond_a_trickle),
