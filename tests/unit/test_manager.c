@@ -734,6 +734,22 @@ static void test_idle_trims_stray_swapcache(void **state)
 }
 
 /*
+ * A context of its own (no manager) that woke at @woke and whose prefetch ended at @done:
+ * active, with a model, for the trim's rules.
+ */
+static void woken_ctx(struct pt_context *c, const char *name, uint64_t woke, uint64_t done)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->policy.name, sizeof(c->policy.name), "%s", name);
+	c->hot_ok = true;
+	c->hot.chunk_shift = 16;
+	c->idle.state = PT_STATE_ACTIVE;
+	c->n_wakes = 1;
+	c->idle.woke_at_ms = woke;
+	c->prefetch_done_ms = done;
+}
+
+/*
  * A wake whose container is still reading its memory back when the window ends (a large
  * one, a slow drive): what it has not mapped yet stays while it keeps mapping more, counted
  * from the prefetch's end, not the wake; it goes once the reading stops.
@@ -745,14 +761,7 @@ static void test_trim_waits_while_the_prefetch_is_read(void **state)
 	uint64_t t = 1000000;
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
-	snprintf(c.policy.name, sizeof(c.policy.name), "ptwork");
-	c.hot_ok = true;
-	c.hot.chunk_shift = 16;
-	c.idle.state = PT_STATE_ACTIVE;
-	c.n_wakes = 1;
-	c.idle.woke_at_ms = t;
-	c.prefetch_done_ms = t + 11000;	/* 256 MiB, 11 s */
+	woken_ctx(&c, "ptwork", t, t + 11000);	/* 256 MiB, 11 s */
 	c.sample.anon = 60ULL << 20;
 	c.sample.swapcached = 256ULL << 20;
 	/* 10 s after the wake, but 1 s after the prefetch: nothing goes. */
@@ -782,14 +791,7 @@ static void test_trim_holds_after_a_write(void **state)
 	uint64_t t = 1000000;
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
-	snprintf(c.policy.name, sizeof(c.policy.name), "redis");
-	c.hot_ok = true;
-	c.hot.chunk_shift = 16;
-	c.idle.state = PT_STATE_ACTIVE;
-	c.n_wakes = 1;
-	c.idle.woke_at_ms = t - 2000;
-	c.prefetch_done_ms = t;
+	woken_ctx(&c, "redis", t - 2000, t);
 	c.sample.anon = 8ULL << 20;
 	c.sample.swapcached = 53ULL << 20;
 	/* Within the window: the prefetch may still be used. */
