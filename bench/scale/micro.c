@@ -454,6 +454,25 @@ struct manager_result {
 	size_t slack;			/* ... of which contexts array capacity not in use */
 };
 
+/* A tick's time: the best of REPS blocks of @ticks ticks, the clock *@t moving on. */
+static double best_tick_ns(struct pt_manager *m, struct actions *q, uint64_t *t, int ticks)
+{
+	double best = 0;
+
+	for (int rep = 0; rep < REPS; rep++) {
+		double t0 = now_ns(), dt;
+
+		for (int i = 0; i < ticks; i++, *t += POLL_MS) {
+			pt_manager_tick(m, *t);
+			finish(m, q);
+		}
+		dt = (now_ns() - t0) / ticks;
+		if (!rep || dt < best)
+			best = dt;
+	}
+	return best;
+}
+
 static void run_manager(int n, struct manager_result *r, int ticks, int rescans)
 {
 	char *root = make_tree(n), etc[PATH_MAX + 8], sysblock[PATH_MAX + 16];
@@ -492,18 +511,7 @@ static void run_manager(int n, struct manager_result *r, int ticks, int rescans)
 	r->slack = (m.cap_ctxs - m.n_ctxs) * sizeof(struct pt_context);
 	/* Ticks alone (the walk is timed apart); the best of REPS blocks of them. */
 	m.rescan_interval_ms = UINT64_MAX / 4;
-	for (int rep = 0; rep < REPS; rep++) {
-		double dt;
-
-		t0 = now_ns();
-		for (int i = 0; i < ticks; i++, t += POLL_MS) {
-			pt_manager_tick(&m, t);
-			finish(&m, &q);
-		}
-		dt = (now_ns() - t0) / ticks;
-		if (!rep || dt < r->tick_ns)
-			r->tick_ns = dt;
-	}
+	r->tick_ns = best_tick_ns(&m, &q, &t, ticks);
 	/*
 	 * The same with BPF's task wakeups attached, past the quiet contexts' grace: no event
 	 * comes, so each is sampled once per PT_PACE_QUIET_MAX_MS. Timed over whole such
@@ -514,19 +522,7 @@ static void run_manager(int n, struct manager_result *r, int ticks, int rescans)
 		pt_manager_tick(&m, t);
 		finish(&m, &q);
 	}
-	for (int rep = 0; rep < REPS; rep++) {
-		int period = 2 * PT_PACE_QUIET_MAX_MS / POLL_MS;
-		double dt;
-
-		t0 = now_ns();
-		for (int i = 0; i < period; i++, t += POLL_MS) {
-			pt_manager_tick(&m, t);
-			finish(&m, &q);
-		}
-		dt = (now_ns() - t0) / period;
-		if (!rep || dt < r->tick_events_ns)
-			r->tick_events_ns = dt;
-	}
+	r->tick_events_ns = best_tick_ns(&m, &q, &t, 2 * PT_PACE_QUIET_MAX_MS / POLL_MS);
 	m.bpf_wakeups = false;
 	for (int i = 0; i < rescans; i++) {
 		double dt;
