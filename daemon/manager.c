@@ -2,6 +2,7 @@
 #include "manager.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,7 @@ void pt_manager_init(struct pt_manager *m, struct pt_config *cfg)
 	m->scanner = PT_SCANNER_FALLBACK;
 	m->meminfo_path = "/proc/meminfo";
 	m->rescan_interval_ms = PT_RESCAN_MS;
+	m->watch.fd = -1;
 	m->sysblock_path = "/sys/block";
 }
 
@@ -50,6 +52,7 @@ void pt_manager_free(struct pt_manager *m)
 	free(m->ctxs);
 	pt_ctx_index_free(&m->index);
 	free(m->usage);
+	pt_cgroup_watch_close(&m->watch);
 	pt_config_free(&m->cfg);
 	memset(m, 0, sizeof(*m));
 }
@@ -109,6 +112,14 @@ static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
 	const struct pt_policy *p = pt_config_match(&m->cfg, relpath);
 	struct pt_context *ctx = find_path(m, relpath);
 
+	/* Before the walk lists it: what is created in it from now on is an event. */
+	if (m->watch.fd >= 0) {
+		char path[PATH_MAX];
+
+		if (snprintf(path, sizeof(path), "%s%s", m->cfg.cgroup_root, relpath) <
+		    (int)sizeof(path))
+			pt_cgroup_watch_add(&m->watch, path);
+	}
 	if (!p)
 		return;
 	if (ctx && ctx->cgroup_id == id) {
@@ -174,12 +185,16 @@ void pt_manager_rescan(struct pt_manager *m)
 
 	for (size_t i = 0; i < m->n_ctxs; i++)
 		m->ctxs[i].seen = false;
+	m->walks++;
+	pt_cgroup_watch_walk_started(&m->watch);
+	pt_cgroup_watch_add(&m->watch, m->cfg.cgroup_root);
 	rc = (m->walk ? m->walk : pt_cgroup_walk)(m->cfg.cgroup_root, visit_cgroup, m);
 	if (rc) {
 		/*
 		 * An incomplete walk (out of descriptors, say) says nothing about the cgroups it
-		 * did not see: keep every context until one that works.
+		 * did not see: keep every context until one that works, next interval.
 		 */
+		m->watch.changed = true;
 		if (!m->walk_errors++ || !(m->walk_errors & 1023))
 			pt_warn("walking %s failed (%s, %llu times so far): tracking as before",
 				m->cfg.cgroup_root, strerror(-rc),
@@ -644,7 +659,10 @@ static bool quiet(const struct pt_context *ctx)
 void pt_manager_tick(struct pt_manager *m, uint64_t now)
 {
 	check_fill(m, now);
-	if (!m->last_rescan_ms || now - m->last_rescan_ms >= m->rescan_interval_ms) {
+	if (!m->last_rescan_ms ||
+	    (now - m->last_rescan_ms >= m->rescan_interval_ms &&
+	     (pt_cgroup_watch_walk_due(&m->watch) ||
+	      now - m->last_rescan_ms >= PT_RESCAN_SAFETY_MS))) {
 		m->last_rescan_ms = now ? now : 1;
 		pt_manager_rescan(m);
 	}

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "cgroup.h"
+#include "cgroup_watch.h"
 #include "config.h"
 #include "context.h"
 #include "ctx_index.h"
@@ -31,6 +32,8 @@
 #include "preload_server.h"
 #include "scanner.h"
 #include "wear.h"
+
+#define PT_RESCAN_SAFETY_MS 30000
 
 struct pt_manager {
 	struct pt_config cfg;
@@ -84,6 +87,15 @@ struct pt_manager {
 	 */
 	struct pt_wear wear;
 	uint64_t rescan_interval_ms;	/* walks at most this often from ticks (0: each tick) */
+	/*
+	 * What tells a walk is due (cgroup_watch.h): fd -1 (the default, and where inotify
+	 * fails) walks each rescan_interval_ms; the caller opens it to walk on change, and
+	 * every PT_RESCAN_SAFETY_MS in any case: what a watch cannot see (a directory created
+	 * between its listing and its watch the walk sees itself; this covers what nobody
+	 * foresaw) is late by that much at most.
+	 */
+	struct pt_cgroup_watch watch;
+	uint64_t walks;			/* walks of the cgroup tree */
 	uint64_t walk_errors;		/* cgroup walks that failed: contexts kept */
 	uint64_t sample_errors;		/* samples that failed for another reason than ENOENT */
 	uint64_t samples_skipped;	/* quiet contexts not sampled in a tick (sample_pace.h) */

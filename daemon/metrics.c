@@ -776,6 +776,15 @@ void pt_metrics_render(FILE *out, const struct pt_manager *m, const struct pt_ti
 	single_u64(out, "pagetier_watermark_offloaded_chunks_total", "counter",
 		   "Chunks offloaded to keep free_watermark (the global victim order).",
 		   m->watermark_offloads);
+	single_u64(out, "pagetier_cgroup_walks_total", "counter",
+		   "Walks of the cgroup tree (on inotify's news of a change, or every 30 s).",
+		   m->walks);
+	single_u64(out, "pagetier_cgroup_watch_overflows_total", "counter",
+		   "Overflows of the cgroup tree's inotify queue (a walk follows each).",
+		   m->watch.overflows);
+	single_u64(out, "pagetier_cgroup_watch_errors_total", "counter",
+		   "Cgroup directories inotify could not watch (walked every second meanwhile).",
+		   m->watch.watch_errors);
 	single_u64(out, "pagetier_cgroup_walk_errors_total", "counter",
 		   "Walks of the cgroup tree that failed (contexts kept).", m->walk_errors);
 	single_u64(out, "pagetier_sample_errors_total", "counter",

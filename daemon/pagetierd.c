@@ -365,6 +365,7 @@ static int setup_loop(struct pt_daemon *d)
 	watch(d, d->bpf ? pt_bpf_fd(d->bpf) : -1);
 	watch(d, d->m.preload ? pt_preload_server_fd(d->m.preload) : -1);
 	watch(d, d->events_fd);
+	watch(d, d->m.watch.fd);
 	watch(d, d->http ? pt_metrics_http_fd(d->http) : -1);
 	return 0;
 }
@@ -432,6 +433,9 @@ static void dispatch(struct pt_daemon *d, int fd)
 		if (d->m.tier_events_lost != lost)
 			pt_debug("tier event ring: %llu records lost so far",
 				 (unsigned long long)d->m.tier_events_lost);
+	} else if (fd == d->m.watch.fd) {
+		/* Only marks the walk due: the next tick walks, once for a burst of mkdirs. */
+		pt_cgroup_watch_read(&d->m.watch);
 	} else if (d->bpf && fd == pt_bpf_fd(d->bpf)) {
 		pt_bpf_poll(d->bpf, on_bpf_event, d);
 	} else if (d->m.preload && fd == pt_preload_server_fd(d->m.preload)) {
@@ -579,6 +583,9 @@ int main(int argc, char **argv)
 		pt_scanner_name(d.m.scanner), (unsigned long long)(1ULL << d.m.cfg.chunk_shift) >> 10,
 		(unsigned long long)d.m.cfg.scan_interval_ms);
 	check_swap();
+	/* The cgroup tree is walked when it changes, not every second (cgroup_watch.h). */
+	if (!pt_cgroup_watch_open(&d.m.watch))
+		pt_info("cgroup tree: walked when inotify reports a cgroup created, removed or renamed");
 	rc = ctl_listen(&d);
 	if (!rc) {
 		preload_listen(&d);

@@ -810,6 +810,10 @@ int main(int argc, char **argv)
 			v[i] = (gr[i].tick_events_ns * (1000 / POLL_MS) + gr[i].rescan_ns) / 1e9 * 100;
 		row("  with BPF wakeups attached (***)", 'p', v, u, ns);
 		for (int i = 0; i < ns; i++)
+			v[i] = (gr[i].tick_events_ns * (1000 / POLL_MS) +
+				gr[i].rescan_ns / (PT_RESCAN_SAFETY_MS / 1000)) / 1e9 * 100;
+		row("  and the cgroup tree watched (****)", 'p', v, u, ns);
+		for (int i = 0; i < ns; i++)
 			v[i] = (double)gr[i].heap;
 		row("daemon memory with N idle contexts", 'b', v, NULL, ns);
 		for (int i = 0; i < ns; i++)
@@ -836,6 +840,9 @@ int main(int argc, char **argv)
 		printf("(***) BPF's sched_wakeup attached and no event: a quiet idle context is "
 		       "sampled once per %d ms, not every tick (daemon/sample_pace.h)\n",
 		       PT_PACE_QUIET_MAX_MS);
+	if (manager)
+		printf("(****) and inotify watching the cgroup tree: with no container created or "
+		       "removed, one walk per %d s (daemon/cgroup_watch.h)\n", PT_RESCAN_SAFETY_MS / 1000);
 	if (json) {
 		jf = fopen(json, "w");
 		if (!jf) {
