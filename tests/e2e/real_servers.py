@@ -30,7 +30,7 @@ from e2elib import BIN, CG, MIB, Tap, ctl, status_json, wait_for
 PARENT = "pt-real"
 IDLE = "3s"
 COLD_AFTER = "8s"
-LOAD_S = 50
+LOAD_S = 35		# ten idle thresholds and more; the refaults are counted over its last 15 s
 LOAD_RATE = 20		# requests per second per server in phase 3
 
 
