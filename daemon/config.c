@@ -54,6 +54,20 @@ static void policy_builtin_defaults(struct pt_policy *p)
 	p->cold_after_ms = 120000;
 }
 
+/*
+ * Cold chunks of an active container are memory it may still touch; writing them out while
+ * the host has memory to spare buys nothing and costs I/O, CPU and drive wear. Where the
+ * operator keeps a free_watermark, twice it is where that memory starts to be worth having,
+ * early enough that the watermark's host-wide pass rarely has to act. Without one, the
+ * operator asked for no memory target: cold_after alone decides, as it always did.
+ */
+uint64_t pt_config_cold_watermark(const struct pt_config *cfg)
+{
+	if (cfg->cold_watermark != PT_COLD_WATERMARK_AUTO)
+		return cfg->cold_watermark;
+	return cfg->free_watermark > UINT64_MAX / 2 ? UINT64_MAX : 2 * cfg->free_watermark;
+}
+
 void pt_config_defaults(struct pt_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -63,6 +77,7 @@ void pt_config_defaults(struct pt_config *cfg)
 	cfg->scan_interval_ms = 1000;
 	cfg->chunk_shift = 16;
 	cfg->offload_rate = 128ULL << 20;
+	cfg->cold_watermark = PT_COLD_WATERMARK_AUTO;
 	cfg->prefetch_rate = 1ULL << 30;
 	/* One drive write per day: what data-centre NVMe drives are rated for at the least. */
 	pt_wear_budget_default(&cfg->write_budget);
@@ -651,6 +666,18 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 			cfg->free_watermark = v;
+		} else if (strcmp(name, "cold_watermark") == 0) {
+			if (strcmp(value, "auto") == 0) {
+				cfg->cold_watermark = PT_COLD_WATERMARK_AUTO;
+			} else if (strcmp(value, "off") == 0) {
+				cfg->cold_watermark = 0;
+			} else if (pt_parse_size(value, &v) || v == PT_COLD_WATERMARK_AUTO) {
+				add_error(st, "cold_watermark must be a size (e.g. 4G), auto (twice free_watermark) or off (0), got '%s'",
+					  value);
+				return 0;
+			} else {
+				cfg->cold_watermark = v;
+			}
 		} else if (strcmp(name, "metrics_listen") == 0) {
 			struct sockaddr_storage sa;
 			socklen_t salen;
@@ -676,7 +703,7 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 				return 0;
 			}
 		} else {
-			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, prefetch_rate, free_watermark, metrics_listen, write_budget, log_level)",
+			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, prefetch_rate, free_watermark, cold_watermark, metrics_listen, write_budget, log_level)",
 				  name);
 			return 0;
 		}

@@ -13,6 +13,8 @@
  *   chunk_size = 64K
  *   offload_rate = 128M
  *   free_watermark = 0                    (keep this much available; 0: off)
+ *   cold_watermark = auto                 (cold_after only below this; auto: twice
+ *                                          free_watermark, off when it is 0)
  *   prefetch_rate = 1G                    (per container and second; 0: no limit)
  *   metrics_listen = 127.0.0.1:9464       (Prometheus /metrics; empty: off)
  *   write_budget = 1dwpd                  (NVMe wear: 200G/day, 0: off; wear.h)
@@ -70,6 +72,11 @@ struct pt_config {
 	unsigned int chunk_shift;	/* log2 of the hotness chunk size */
 	uint64_t offload_rate;		/* bytes/s of cold offload per container, at most */
 	uint64_t free_watermark;	/* keep MemAvailable above this (0: off) */
+	/*
+	 * Cold offload of active containers (cold_after) runs only while MemAvailable is below
+	 * this; 0: whatever MemAvailable. PT_COLD_WATERMARK_AUTO: twice free_watermark.
+	 */
+	uint64_t cold_watermark;
 	uint64_t prefetch_rate;		/* bytes/s of wake prefetch per container, 0: no limit */
 	char metrics_listen[PT_LISTEN_MAX];	/* Prometheus metrics, "ADDR:PORT"; "": off */
 	struct pt_wear_budget write_budget;	/* the NVMe drives' (wear.h) */
@@ -81,7 +88,11 @@ struct pt_config {
 };
 
 /* Fills @cfg with built-in defaults (no policies). */
+#define PT_COLD_WATERMARK_AUTO UINT64_MAX
+
 void pt_config_defaults(struct pt_config *cfg);
+/* The MemAvailable below which cold_after offloads (0: always), auto resolved. */
+uint64_t pt_config_cold_watermark(const struct pt_config *cfg);
 /*
  * Loads @dir/pagetierd.conf (optional) and @dir/containers.d/ (*.conf, optional, sorted).
  * Returns 0, or a negative errno with "file:line: message" lines in @err (PT_ERRBUF_MAX).

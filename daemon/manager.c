@@ -232,13 +232,47 @@ static void on_signal(struct pt_manager *m, struct pt_context *ctx, struct pt_si
 		woke(m, ctx, source);
 }
 
+/* MemAvailable from meminfo, in bytes; UINT64_MAX when unknown (never acted on). */
+static uint64_t mem_available(const char *meminfo)
+{
+	char buf[4096];
+	const char *at;
+	uint64_t kb = 0;
+
+	if (pt_read_file(meminfo, buf, sizeof(buf)) <= 0 ||
+	    !(at = strstr(buf, "MemAvailable:")) || pt_flat_keyed_get(at, "MemAvailable:", &kb))
+		return UINT64_MAX;
+	return kb << 10;
+}
+
+/* MemAvailable, read at most once per scan interval (the watermarks' pace). */
+static uint64_t available(struct pt_manager *m, uint64_t now)
+{
+	if (!m->mem_available_ms || now - m->mem_available_ms >= m->cfg.scan_interval_ms) {
+		m->mem_available = mem_available(m->meminfo_path);
+		m->mem_available_ms = now ? now : 1;
+	}
+	return m->mem_available;
+}
+
 /*
  * The two back-offs, the tiers' fill (tier_fill.h) and the drives' write budget (wear.h),
  * as one: cold offload of active containers is held first, all new offload next. With
- * @count, what is held is counted against the back-off that held it.
+ * @count, what is held is counted against the back-off that held it. Cold offload also
+ * waits for the host to need the memory (cold_watermark, config.h).
  */
 static bool cold_held(struct pt_manager *m, bool count)
 {
+	uint64_t wm = pt_config_cold_watermark(&m->cfg);
+
+	if (wm) {
+		uint64_t avail = available(m, pt_now_ms());
+
+		if (avail != UINT64_MAX && avail >= wm) {
+			m->cold_deferred_plenty += count;
+			return true;
+		}
+	}
 	if (m->fill_level >= PT_FILL_NO_COLD) {
 		m->fill_deferred += count;
 		return true;
@@ -408,19 +442,6 @@ static bool trim_pending(struct pt_manager *m, struct pt_context *ctx, uint64_t 
 	return false;
 }
 
-/* MemAvailable from meminfo, in bytes; UINT64_MAX when unknown (never acted on). */
-static uint64_t mem_available(const char *meminfo)
-{
-	char buf[4096];
-	const char *at;
-	uint64_t kb = 0;
-
-	if (pt_read_file(meminfo, buf, sizeof(buf)) <= 0 ||
-	    !(at = strstr(buf, "MemAvailable:")) || pt_flat_keyed_get(at, "MemAvailable:", &kb))
-		return UINT64_MAX;
-	return kb << 10;
-}
-
 /* Submits the victims of source @s (chunk ids) to its context. */
 static void submit_victims(struct pt_manager *m, struct pt_context *ctx,
 			   const struct pt_victim *v, int n, int s)
@@ -456,7 +477,8 @@ static void keep_watermark(struct pt_manager *m, uint64_t now)
 	    offload_held(m, false))
 		return;
 	m->last_watermark_ms = now;
-	avail = mem_available(m->meminfo_path);
+	m->mem_available_ms = 0;	/* this pass acts on a fresh figure */
+	avail = available(m, now);
 	if (avail >= m->cfg.free_watermark)
 		return;
 	need = m->cfg.free_watermark - avail;

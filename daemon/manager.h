@@ -81,6 +81,11 @@ struct pt_manager {
 	enum pt_fill_level fill_level;
 	uint64_t last_fill_ms;
 	uint64_t fill_deferred;		/* offloads held back because the tiers were full */
+	/* MemAvailable (meminfo_path) at mem_available_ms; UINT64_MAX: unknown. */
+	uint64_t mem_available;
+	uint64_t mem_available_ms;
+	/* Cold offloads not made: MemAvailable was above cold_watermark (config.h). */
+	uint64_t cold_deferred_plenty;
 	/*
 	 * The NVMe drives under the tiers and their write budget (wear.h): pagetierd samples
 	 * them (nvme.c) and the manager obeys wear.level, as it does fill_level.

@@ -702,6 +702,41 @@ static void test_metrics_listen_key(void **state)
 	fx_rmtree(dir);
 }
 
+/* cold_watermark: auto (twice free_watermark, off without one), off, a size; else refused. */
+static void test_cold_watermark_key(void **state)
+{
+	char *dir = fx_tmpdir(), err[PT_ERRBUF_MAX];
+	struct pt_config cfg;
+
+	(void)state;
+	fx_write(dir, "pagetierd.conf", "[daemon]\nlog_level = info\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), 0);
+	assert_int_equal(cfg.cold_watermark, PT_COLD_WATERMARK_AUTO);
+	assert_int_equal(pt_config_cold_watermark(&cfg), 0);	/* no free_watermark */
+	pt_config_free(&cfg);
+	fx_write(dir, "pagetierd.conf", "[daemon]\nfree_watermark = 512M\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), 0);
+	assert_int_equal(pt_config_cold_watermark(&cfg), 1ULL << 30);
+	pt_config_free(&cfg);
+	fx_write(dir, "pagetierd.conf", "[daemon]\nfree_watermark = 512M\ncold_watermark = off\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), 0);
+	assert_int_equal(pt_config_cold_watermark(&cfg), 0);
+	pt_config_free(&cfg);
+	fx_write(dir, "pagetierd.conf", "[daemon]\ncold_watermark = 3G\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), 0);
+	assert_int_equal(pt_config_cold_watermark(&cfg), 3ULL << 30);
+	pt_config_free(&cfg);
+	fx_write(dir, "pagetierd.conf", "[daemon]\ncold_watermark = auto\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), 0);
+	assert_int_equal(cfg.cold_watermark, PT_COLD_WATERMARK_AUTO);
+	pt_config_free(&cfg);
+	fx_write(dir, "pagetierd.conf", "[daemon]\ncold_watermark = plenty\n");
+	assert_int_equal(pt_config_load(&cfg, dir, true, err), -EINVAL);
+	if (!strstr(err, "pagetierd.conf:2: cold_watermark must be a size (e.g. 4G), auto (twice free_watermark) or off (0), got 'plenty'"))
+		fail_msg("unexpected error: %s", err);
+	fx_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -726,6 +761,7 @@ int main(void)
 		cmocka_unit_test(test_overlapping_ids),
 		cmocka_unit_test(test_parse_listen),
 		cmocka_unit_test(test_metrics_listen_key),
+		cmocka_unit_test(test_cold_watermark_key),
 	};
 
 	umask(022);

@@ -668,6 +668,61 @@ static void test_cold_offload_paced(void **state)
 }
 
 /*
+ * Cold offload of an active container waits for the host to need the memory: with a
+ * free_watermark of 1 GiB (cold_watermark auto: 2 GiB), 3.8 GiB available holds it, 1.5
+ * GiB lets it go (above the watermark, so its host-wide pass does nothing); with
+ * cold_watermark = off it goes whatever is available.
+ */
+static void test_cold_waits_for_memory_need(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	char meminfo[PATH_MAX];
+	uint64_t t = pt_now_ms();
+	int cold = 0;
+
+	reload_policies(f,
+			"[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 32s\n"
+			"resident_floor = 0\n\n[db]\nmatch_cgroup = /ct/db\nclass = critical\n");
+	f->m.cfg.free_watermark = 1ULL << 30;
+	f->m.cfg.offload_rate = 4 << 16;	/* 4 chunks per scan interval: some left after */
+	assert_int_equal(pt_config_cold_watermark(&f->m.cfg), 2ULL << 30);
+	snprintf(meminfo, sizeof(meminfo), "%s/meminfo", f->root);
+	fx_write(f->root, "meminfo", "MemTotal: 4194304 kB\nMemAvailable: 4000000 kB\n");
+	f->m.meminfo_path = meminfo;
+	pt_manager_tick(&f->m, t);
+	finish_all(&f->m, &f->r);
+	web = ctx_named(&f->m, "web");
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	for (int e = 0; e < 40; e++) {
+		feed_scan(&f->m, web, false);
+		cold += count(&f->r, web, PT_JOB_COLD);
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(cold, 0);
+	assert_true(f->m.cold_deferred_plenty > 0);
+	assert_int_equal(f->m.watermark_offloads, 0);
+	/* The host needs memory: the cold chunks leave at the next scan. */
+	fx_write(f->root, "meminfo", "MemTotal: 4194304 kB\nMemAvailable: 1572864 kB\n");
+	f->m.mem_available_ms = 0;	/* a scan interval later */
+	feed_scan(&f->m, web, false);
+	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 1);
+	assert_int_equal(f->m.watermark_offloads, 0);
+	finish_all(&f->m, &f->r);
+	/* cold_watermark = off: cold_after alone decides. */
+	fx_write(f->root, "meminfo", "MemTotal: 4194304 kB\nMemAvailable: 4000000 kB\n");
+	f->m.mem_available_ms = 0;
+	feed_scan(&f->m, web, false);
+	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 0);
+	finish_all(&f->m, &f->r);
+	f->m.cfg.cold_watermark = 0;
+	feed_scan(&f->m, web, false);
+	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 1);
+	finish_all(&f->m, &f->r);
+}
+
+/*
  * Idle, after its offload: swap cache nobody maps (what its timers' faults read ahead) is
  * trimmed after a scan once it exceeds PT_IDLE_STRAY_SWAPCACHE, never a mapped page's worth.
  */
@@ -1028,6 +1083,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_tier_holds_offload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_offload_paced, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cold_waits_for_memory_need, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quiet_contexts_follow_events, setup, teardown),
 		cmocka_unit_test(test_trim_waits_while_the_prefetch_is_read),
 		cmocka_unit_test_setup_teardown(test_a_woken_task_is_followed, setup, teardown),
