@@ -61,6 +61,16 @@ int pt_flat_keyed_get(const char *text, const char *key, uint64_t *out)
 	return -ENOENT;
 }
 
+/* A single-value file's text: a number, or "max". */
+static int parse_u64(const char *buf, uint64_t *out)
+{
+	if (strncmp(buf, "max", 3) == 0) {
+		*out = UINT64_MAX;
+		return 0;
+	}
+	return sscanf(buf, "%" SCNu64, out) == 1 ? 0 : -EINVAL;
+}
+
 int pt_cgroup_read_u64(const char *dir, const char *file, uint64_t *out)
 {
 	char path[PATH_MAX], buf[64];
@@ -70,13 +80,7 @@ int pt_cgroup_read_u64(const char *dir, const char *file, uint64_t *out)
 	n = pt_read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
-	if (strncmp(buf, "max", 3) == 0) {
-		*out = UINT64_MAX;
-		return 0;
-	}
-	if (sscanf(buf, "%" SCNu64, out) != 1)
-		return -EINVAL;
-	return 0;
+	return parse_u64(buf, out);
 }
 
 int pt_cgroup_read_key(const char *dir, const char *file, const char *key, uint64_t *out)
@@ -119,10 +123,107 @@ static uint64_t stat_kernel(const char *stat)
 	return sum;
 }
 
+/* The kept-open descriptors of every context, and how many may be. */
+static int files_open, files_limit;
+
+void pt_cgroup_files_set_limit(int n)
+{
+	files_limit = n;
+}
+
+int pt_cgroup_files_open_count(void)
+{
+	return files_open;
+}
+
+static void close_fd1(int *fd1)
+{
+	if (*fd1 > 0) {
+		close(*fd1 - 1);
+		files_open--;
+	}
+	*fd1 = 0;
+}
+
+void pt_cgroup_files_close(struct pt_cgroup_files *f)
+{
+	close_fd1(&f->cpu_stat1);
+	close_fd1(&f->memory_current1);
+}
+
+/*
+ * Reads @file of @dir into @buf through the descriptor kept in *@fd1, opening it first
+ * (kept if the limit allows, else closed after). A removed cgroup's file reads ENODEV:
+ * -ENOENT, as a path that is gone, and the descriptor is let go.
+ */
+static ssize_t read_kept(const char *dir, const char *file, int *fd1, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	ssize_t n, total = 0;
+	bool keep;
+	int fd;
+
+	if (*fd1 <= 0) {
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		keep = files_open < files_limit;
+		if (keep) {
+			*fd1 = fd + 1;
+			files_open++;
+		}
+	} else {
+		fd = *fd1 - 1;
+		keep = true;
+	}
+	while ((size_t)total + 1 < size) {
+		n = pread(fd, buf + total, size - 1 - total, total);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			total = errno == ENODEV ? -ENOENT : -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		total += n;
+	}
+	if (total >= 0)
+		buf[total] = '\0';
+	if (!keep)
+		close(fd);
+	else if (total < 0)
+		close_fd1(fd1);
+	return total;
+}
+
+static int sample_memory_stat(const char *dir, struct pt_cgroup_sample *s);
+
+int pt_cgroup_sample_files(const char *dir, struct pt_cgroup_files *f,
+			   struct pt_cgroup_sample *s, bool full)
+{
+	char buf[2048];
+	ssize_t n;
+	int rc;
+
+	n = read_kept(dir, "cpu.stat", &f->cpu_stat1, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	rc = pt_flat_keyed_get(buf, "usage_usec", &s->cpu_usage_usec);
+	if (rc)
+		return rc;
+	n = read_kept(dir, "memory.current", &f->memory_current1, buf, 64);
+	if (n < 0)
+		return (int)n;
+	rc = parse_u64(buf, &s->memory_current);
+	if (rc || !full)
+		return rc;
+	return sample_memory_stat(dir, s);
+}
+
 int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full)
 {
-	char path[PATH_MAX], *stat;
-	ssize_t n;
 	int rc;
 
 	rc = pt_cgroup_read_key(dir, "cpu.stat", "usage_usec", &s->cpu_usage_usec);
@@ -131,6 +232,16 @@ int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full)
 	rc = pt_cgroup_read_u64(dir, "memory.current", &s->memory_current);
 	if (rc || !full)
 		return rc;
+	return sample_memory_stat(dir, s);
+}
+
+/* The memory breakdown: memory.stat and memory.swap.current (pt_cgroup_sample's @full). */
+static int sample_memory_stat(const char *dir, struct pt_cgroup_sample *s)
+{
+	char path[PATH_MAX], *stat;
+	ssize_t n;
+	int rc;
+
 	s->anon = s->swapcached = s->swap_current = s->shmem = s->file_cache = s->kernel = 0;
 	stat = malloc(16384);
 	if (!stat)

@@ -116,6 +116,7 @@ void pt_context_release(struct pt_context *ctx)
 	}
 	drop_wake_set(ctx);
 	drop_file_set(ctx);
+	pt_cgroup_files_close(&ctx->files);
 	if (ctx->hot_ok)
 		pt_hot_free(&ctx->hot);
 	ctx->hot_ok = false;

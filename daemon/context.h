@@ -88,6 +88,7 @@ struct pt_context {
 	uint64_t cgroup_id;
 	struct pt_idle idle;
 	struct pt_cgroup_sample sample;
+	struct pt_cgroup_files files;	/* its per-sample files, kept open (cgroup.h) */
 	uint64_t tier_pages;		/* pages on pagetier.ko tiers, if loaded */
 	/*
 	 * Bytes written to the tiers for it since tracking began (its writes and the

@@ -524,7 +524,7 @@ static int sample_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now
 
 	full = full || !ctx->last_full_sample_ms ||
 	       now - ctx->last_full_sample_ms >= m->cfg.scan_interval_ms;
-	rc = pt_cgroup_sample(ctx->dir, &smp, full);
+	rc = pt_cgroup_sample_files(ctx->dir, &ctx->files, &smp, full);
 	if (rc)
 		return rc;
 	ctx->sample = smp;

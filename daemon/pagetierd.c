@@ -479,6 +479,7 @@ static int check_config(const char *dir, struct pt_config *cfg)
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
+	int quarter;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl))
 		return;
@@ -490,10 +491,13 @@ static void raise_fd_limit(void)
 			getrlimit(RLIMIT_NOFILE, &rl);
 		}
 	}
-	pt_pidfd_set_limit(rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / 4 > INT_MAX ?
-			   INT_MAX : (int)(rl.rlim_cur / 4));
-	pt_info("descriptors: at most %llu, of which %d pidfds pinning processes",
-		(unsigned long long)rl.rlim_cur, pt_pidfd_limit());
+	quarter = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / 4 > INT_MAX ?
+		  INT_MAX : (int)(rl.rlim_cur / 4);
+	pt_pidfd_set_limit(quarter);
+	/* Two per container (cpu.stat, memory.current) kept open: a quarter as well. */
+	pt_cgroup_files_set_limit(quarter);
+	pt_info("descriptors: at most %llu, of which %d pidfds pinning processes and %d cgroup files kept open",
+		(unsigned long long)rl.rlim_cur, quarter, quarter);
 }
 
 int main(int argc, char **argv)

@@ -35,7 +35,9 @@
  * dispatch) whose b is over SUPERLINEAR_EXP - 1 is flagged GROWS WITH N.
  *
  *   micro [--sizes 300,1000,3000] [--warm 8] [--epochs 3] [--hot-pct 10] [--cold-pct 1]
- *         [--no-models] [--no-manager] [--json FILE]
+ *         [--no-models] [--no-manager] [--no-kept-files] [--json FILE]
+ *   --no-kept-files: each sample opens and closes its cgroup files (pagetierd before it
+ *                    kept them open, daemon/cgroup.h)
  *   micro --calibrate    a fixed small workload (about 0.2 s natively) printed as one JSON
  *                        line: run on the host and in the guest, the ratio of the two is
  *                        the emulation's slowdown (bench/scale/guest.py)
@@ -50,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -473,6 +476,21 @@ static double best_tick_ns(struct pt_manager *m, struct actions *q, uint64_t *t,
 	return best;
 }
 
+/* As pagetierd does (raise_fd_limit): the cgroup files each sample reads kept open. */
+static bool kept_files = true;
+
+static void keep_files_as_pagetierd(void)
+{
+	struct rlimit rl;
+
+	if (!kept_files || getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	getrlimit(RLIMIT_NOFILE, &rl);
+	pt_cgroup_files_set_limit(rl.rlim_cur / 4 > INT_MAX ? INT_MAX : (int)(rl.rlim_cur / 4));
+}
+
 static void run_manager(int n, struct manager_result *r, int ticks, int rescans)
 {
 	char *root = make_tree(n), etc[PATH_MAX + 8], sysblock[PATH_MAX + 16];
@@ -494,6 +512,7 @@ static void run_manager(int n, struct manager_result *r, int ticks, int rescans)
 		exit(1);
 	}
 	pt_log_set_level(PT_LOG_ERR);
+	keep_files_as_pagetierd();
 	h0 = heap_bytes();
 	pt_manager_init(&m, &cfg);
 	m.submit = collect;
@@ -666,6 +685,8 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--calibrate")) {
 			calibrate();
 			return 0;
+		} else if (!strcmp(a, "--no-kept-files")) {
+			kept_files = false;
 		} else if (!strcmp(a, "--no-models")) {
 			models = false;
 		} else if (!strcmp(a, "--no-manager")) {
@@ -690,7 +711,7 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr, "usage: micro [--sizes 300,1000,3000] [--warm 8] [--epochs 3] "
 				"[--hot-pct 10] [--cold-pct 1] [--no-models] [--no-manager] "
-				"[--json FILE] | --calibrate\n");
+				"[--no-kept-files] [--json FILE] | --calibrate\n");
 			return 2;
 		}
 	}

@@ -198,12 +198,71 @@ static void test_sample_kinds(void **state)
 	fx_rmtree(root);
 }
 
+/*
+ * The per-sample files kept open: later samples read the same descriptors at offset 0 and
+ * see each new value; the process-wide limit is kept; past it, a sample opens and closes.
+ */
+static void test_sample_files_kept_open(void **state)
+{
+	char *root = fx_tmpdir(), a[PATH_MAX], b[PATH_MAX];
+	struct pt_cgroup_files fa = { 0 }, fb = { 0 };
+	struct pt_cgroup_sample smp = { 0 };
+
+	(void)state;
+	make_cgroup(root, "a", "", 10, 4096, 0);
+	make_cgroup(root, "b", "", 20, 8192, 0);
+	snprintf(a, sizeof(a), "%s/a", root);
+	snprintf(b, sizeof(b), "%s/b", root);
+	pt_cgroup_files_set_limit(3);
+	assert_int_equal(pt_cgroup_sample_files(a, &fa, &smp, false), 0);
+	assert_int_equal(smp.memory_current, 4096);
+	assert_int_equal(pt_cgroup_files_open_count(), 2);
+	assert_true(fa.cpu_stat1 > 0 && fa.memory_current1 > 0);
+	/* The second container gets one kept file, the limit's last. */
+	assert_int_equal(pt_cgroup_sample_files(b, &fb, &smp, false), 0);
+	assert_int_equal(smp.memory_current, 8192);
+	assert_int_equal(pt_cgroup_files_open_count(), 3);
+	assert_true(fb.cpu_stat1 > 0);
+	assert_int_equal(fb.memory_current1, 0);
+	/* New values through the same descriptors (a longer text, then a shorter one). */
+	fx_write(root, "a/memory.current", "123456789\n");
+	fx_write(root, "a/cpu.stat", "usage_usec 99\nuser_usec 50\n");
+	assert_int_equal(pt_cgroup_sample_files(a, &fa, &smp, false), 0);
+	assert_int_equal(smp.memory_current, 123456789);
+	assert_int_equal(smp.cpu_usage_usec, 99);
+	fx_write(root, "a/memory.current", "7\n");
+	assert_int_equal(pt_cgroup_sample_files(a, &fa, &smp, false), 0);
+	assert_int_equal(smp.memory_current, 7);
+	fx_write(root, "b/memory.current", "max\n");
+	assert_int_equal(pt_cgroup_sample_files(b, &fb, &smp, false), 0);
+	assert_int_equal(smp.memory_current, UINT64_MAX);
+	assert_int_equal(pt_cgroup_files_open_count(), 3);
+	/* A full sample reads the breakdown as pt_cgroup_sample does. */
+	fx_write(root, "a/memory.stat", "anon 8192\nfile 0\nswapcached 4096\n");
+	assert_int_equal(pt_cgroup_sample_files(a, &fa, &smp, true), 0);
+	assert_int_equal(smp.anon, 8192);
+	assert_int_equal(smp.swapcached, 4096);
+	pt_cgroup_files_close(&fa);
+	pt_cgroup_files_close(&fb);
+	pt_cgroup_files_close(&fb);	/* twice: nothing */
+	assert_int_equal(pt_cgroup_files_open_count(), 0);
+	assert_int_equal(fa.cpu_stat1, 0);
+	/* Limit 0: nothing kept. */
+	pt_cgroup_files_set_limit(0);
+	assert_int_equal(pt_cgroup_sample_files(a, &fa, &smp, false), 0);
+	assert_int_equal(pt_cgroup_files_open_count(), 0);
+	/* Gone: -ENOENT, as for a path. */
+	fx_rmtree(root);
+	assert_int_equal(pt_cgroup_sample_files(a, &fa, &smp, false), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flat_keyed),
 		cmocka_unit_test(test_walk_sample_pids),
 		cmocka_unit_test(test_sample_kinds),
+		cmocka_unit_test(test_sample_files_kept_open),
 		cmocka_unit_test(test_read_u64_max),
 	};
 
