@@ -13,7 +13,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 [ $# -gt 0 ] || pt_die "no kernels given (make deps records them in build/kernels.txt)"
-# The whole suite in one guest: 855-898 s on 6.1 in the last runs, against lib.sh's 900 s
+# The whole suite in one guest: 714-898 s in the last runs, against lib.sh's 900 s
 # default for any guest; each step has its own hang limit inside (guest-suite.sh).
 export PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-1500}
 
