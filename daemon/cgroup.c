@@ -198,43 +198,6 @@ static ssize_t read_kept(const char *dir, const char *file, int *fd1, char *buf,
 	return total;
 }
 
-static int sample_memory_stat(const char *dir, struct pt_cgroup_sample *s);
-
-int pt_cgroup_sample_files(const char *dir, struct pt_cgroup_files *f,
-			   struct pt_cgroup_sample *s, bool full)
-{
-	char buf[2048];
-	ssize_t n;
-	int rc;
-
-	n = read_kept(dir, "cpu.stat", &f->cpu_stat1, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	rc = pt_flat_keyed_get(buf, "usage_usec", &s->cpu_usage_usec);
-	if (rc)
-		return rc;
-	n = read_kept(dir, "memory.current", &f->memory_current1, buf, 64);
-	if (n < 0)
-		return (int)n;
-	rc = parse_u64(buf, &s->memory_current);
-	if (rc || !full)
-		return rc;
-	return sample_memory_stat(dir, s);
-}
-
-int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full)
-{
-	int rc;
-
-	rc = pt_cgroup_read_key(dir, "cpu.stat", "usage_usec", &s->cpu_usage_usec);
-	if (rc)
-		return rc;
-	rc = pt_cgroup_read_u64(dir, "memory.current", &s->memory_current);
-	if (rc || !full)
-		return rc;
-	return sample_memory_stat(dir, s);
-}
-
 /* The memory breakdown: memory.stat and memory.swap.current (pt_cgroup_sample's @full). */
 static int sample_memory_stat(const char *dir, struct pt_cgroup_sample *s)
 {
@@ -269,6 +232,39 @@ static int sample_memory_stat(const char *dir, struct pt_cgroup_sample *s)
 	if (pt_cgroup_read_u64(dir, "memory.swap.current", &s->swap_current))
 		s->swap_current = 0;
 	return 0;
+}
+
+
+int pt_cgroup_sample_files(const char *dir, struct pt_cgroup_files *f,
+			   struct pt_cgroup_sample *s, bool full)
+{
+	char buf[2048];
+	ssize_t n;
+	int rc;
+
+	n = read_kept(dir, "cpu.stat", &f->cpu_stat1, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	rc = pt_flat_keyed_get(buf, "usage_usec", &s->cpu_usage_usec);
+	if (rc)
+		return rc;
+	n = read_kept(dir, "memory.current", &f->memory_current1, buf, 64);
+	if (n < 0)
+		return (int)n;
+	rc = parse_u64(buf, &s->memory_current);
+	if (rc || !full)
+		return rc;
+	return sample_memory_stat(dir, s);
+}
+
+/* One sample with nothing kept open after it. */
+int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full)
+{
+	struct pt_cgroup_files none = { 0 };
+	int rc = pt_cgroup_sample_files(dir, &none, s, full);
+
+	pt_cgroup_files_close(&none);
+	return rc;
 }
 
 int pt_cgroup_write(const char *dir, const char *file, const char *value)
