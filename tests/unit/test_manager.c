@@ -114,7 +114,19 @@ struct fixture {
 	char *root, *etc;
 	struct pt_manager m;
 	struct recorder r;
+	char meminfo[PATH_MAX];		/* the manager's meminfo_path, once set_available ran */
 };
+
+/* The host's MemAvailable as the manager reads it: a meminfo of the fixture's. */
+static void set_available(struct fixture *f, unsigned long long kb)
+{
+	char text[128];
+
+	snprintf(f->meminfo, sizeof(f->meminfo), "%s/meminfo", f->root);
+	snprintf(text, sizeof(text), "MemTotal: 4194304 kB\nMemAvailable: %llu kB\n", kb);
+	fx_write(f->root, "meminfo", text);
+	f->m.meminfo_path = f->meminfo;
+}
 
 static int setup(void **state)
 {
@@ -677,7 +689,6 @@ static void test_cold_waits_for_memory_need(void **state)
 {
 	struct fixture *f = *state;
 	struct pt_context *web;
-	char meminfo[PATH_MAX];
 	uint64_t t = pt_now_ms();
 	int cold = 0;
 
@@ -687,9 +698,7 @@ static void test_cold_waits_for_memory_need(void **state)
 	f->m.cfg.free_watermark = 1ULL << 30;
 	f->m.cfg.offload_rate = 4 << 16;	/* 4 chunks per scan interval: some left after */
 	assert_int_equal(pt_config_cold_watermark(&f->m.cfg), 2ULL << 30);
-	snprintf(meminfo, sizeof(meminfo), "%s/meminfo", f->root);
-	fx_write(f->root, "meminfo", "MemTotal: 4194304 kB\nMemAvailable: 4000000 kB\n");
-	f->m.meminfo_path = meminfo;
+	set_available(f, 4000000);
 	pt_manager_tick(&f->m, t);
 	finish_all(&f->m, &f->r);
 	web = ctx_named(&f->m, "web");
@@ -704,14 +713,14 @@ static void test_cold_waits_for_memory_need(void **state)
 	assert_true(f->m.cold_deferred_plenty > 0);
 	assert_int_equal(f->m.watermark_offloads, 0);
 	/* The host needs memory: the cold chunks leave at the next scan. */
-	fx_write(f->root, "meminfo", "MemTotal: 4194304 kB\nMemAvailable: 1572864 kB\n");
+	set_available(f, 1572864);
 	f->m.mem_available_ms = 0;	/* a scan interval later */
 	feed_scan(&f->m, web, false);
 	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 1);
 	assert_int_equal(f->m.watermark_offloads, 0);
 	finish_all(&f->m, &f->r);
 	/* cold_watermark = off: cold_after alone decides. */
-	fx_write(f->root, "meminfo", "MemTotal: 4194304 kB\nMemAvailable: 4000000 kB\n");
+	set_available(f, 4000000);
 	f->m.mem_available_ms = 0;
 	feed_scan(&f->m, web, false);
 	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 0);
@@ -956,13 +965,10 @@ static void test_watermark(void **state)
 {
 	struct fixture *f = *state;
 	struct pt_context *web, *db;
-	char meminfo[PATH_MAX];
 	uint64_t t = pt_now_ms();
 
 	f->m.cfg.free_watermark = 1ULL << 30;
-	snprintf(meminfo, sizeof(meminfo), "%s/meminfo", f->root);
-	fx_write(f->root, "meminfo", "MemTotal: 4194304 kB\nMemAvailable: 262144 kB\n");
-	f->m.meminfo_path = meminfo;
+	set_available(f, 262144);
 	pt_manager_tick(&f->m, t);
 	finish_all(&f->m, &f->r);
 	web = ctx_named(&f->m, "web");
@@ -978,7 +984,7 @@ static void test_watermark(void **state)
 	assert_true(f->m.watermark_offloads > 0);
 	/* Enough memory available: nothing. */
 	finish_all(&f->m, &f->r);
-	fx_write(f->root, "meminfo", "MemTotal: 4194304 kB\nMemAvailable: 4000000 kB\n");
+	set_available(f, 4000000);
 	pt_manager_tick(&f->m, t + 10000);
 	assert_int_equal(count(&f->r, web, PT_JOB_COLD), 0);
 }
