@@ -308,12 +308,11 @@ int BPF_PROG(pt_swapin_lru_raw, struct folio *folio)
  * The tracepoint runs in the waker's context: the cgroup is the woken task's, read from its
  * css_set (the default hierarchy's cgroup, whose kernfs id is the cgroup id).
  */
-static __always_inline int on_wakeup(struct task_struct *p)
+static __always_inline int wakeup_in(__u64 cgid, struct task_struct *p)
 {
 	struct pt_bpf_cgroup *cg;
-	__u64 cgid, now, gap;
+	__u64 now, gap;
 
-	cgid = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
 	cg = lookup_cgroup(cgid, PT_BPF_EV_WAKEUP);
 	if (!cg)
 		return 0;
@@ -330,6 +329,11 @@ static __always_inline int on_wakeup(struct task_struct *p)
 		    0, gap);
 }
 
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	return wakeup_in(BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id), p);
+}
+
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(pt_wakeup_btf, struct task_struct *p)
 {
@@ -340,6 +344,44 @@ SEC("raw_tp/sched_wakeup")
 int BPF_PROG(pt_wakeup_raw, struct task_struct *p)
 {
 	return on_wakeup(p);
+}
+
+/*
+ * A new task's first run is no sched_wakeup: without this, a fork (or a clone into a cgroup)
+ * in a quiet container is seen only at pagetierd's next safety sample.
+ */
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(pt_wakeup_new_btf, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(pt_wakeup_new_raw, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+/*
+ * A task moved into a cgroup (a write to cgroup.procs) may be running already, and then it
+ * wakes nobody: the move itself is the event, in the destination cgroup. Once per move (the
+ * leader, for a whole thread group).
+ */
+static __always_inline int on_attach(struct cgroup *dst, struct task_struct *p)
+{
+	return wakeup_in(BPF_CORE_READ(dst, kn, id), p);
+}
+
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(pt_attach_btf, struct cgroup *dst, const char *path, struct task_struct *p)
+{
+	return on_attach(dst, p);
+}
+
+SEC("raw_tp/cgroup_attach_task")
+int BPF_PROG(pt_attach_raw, struct cgroup *dst, const char *path, struct task_struct *p)
+{
+	return on_attach(dst, p);
 }
 
 /* --- ingress packets -------------------------------------------------------------------- */

@@ -46,6 +46,12 @@ static const struct signal signals[] = {
 	{ "wakeup", {
 		{ "pt_wakeup_btf", K_TP_BTF, "sched_wakeup" },
 		{ "pt_wakeup_raw", K_RAW_TP, "sched_wakeup" } }, 2 },
+	{ "wakeup_new", {
+		{ "pt_wakeup_new_btf", K_TP_BTF, "sched_wakeup_new" },
+		{ "pt_wakeup_new_raw", K_RAW_TP, "sched_wakeup_new" } }, 2 },
+	{ "attach", {
+		{ "pt_attach_btf", K_TP_BTF, "cgroup_attach_task" },
+		{ "pt_attach_raw", K_RAW_TP, "cgroup_attach_task" } }, 2 },
 	{ "net", {
 		{ "pt_ingress", K_CGROUP_SKB, "ingress" } }, 1 },
 	{ "unix", {

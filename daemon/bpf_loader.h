@@ -5,9 +5,9 @@
  * cgroups. Optional: when BPF is unavailable (no BTF, no privileges, an old kernel) open
  * fails with a reason and the daemon runs without it.
  *
- * Each signal ("fault", "swapin", "wakeup", "net") has candidate programs in order of
- * preference (tp_btf/fentry first, raw_tp/kprobe otherwise; swap_read_folio on 6.12,
- * swap_readpage on 6.1). Programs whose target the kernel lacks are not loaded; one that
+ * Each signal ("fault", "swapin", "wakeup", "wakeup_new", "attach", "net", "unix") has
+ * candidate programs in order of preference (tp_btf/fentry first, raw_tp/kprobe otherwise;
+ * swap_read_folio on 6.12, swap_readpage on 6.1). Programs whose target the kernel lacks are not loaded; one that
  * fails to load or attach is replaced by the next candidate; a signal without a working
  * candidate is left out and reported, the others still run.
  */

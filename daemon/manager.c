@@ -698,7 +698,8 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		const struct pt_kmod_usage *u;
 		int rc;
 
-		if (!pt_sample_due(&ctx->pace, m->bpf_wakeups, ctx->signals, now)) {
+		if (!pt_sample_due(&ctx->pace, m->bpf_wakeups && !m->events_lost, ctx->signals,
+				   now)) {
 			m->samples_skipped++;
 			continue;
 		}

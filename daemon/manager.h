@@ -46,8 +46,12 @@ struct pt_manager {
 	int prefetch_fd;		/* kmod_fd if it has PAGETIER_FEAT_PREFETCH, else -1 */
 	enum pt_scanner_kind scanner;
 	bool bpf_swapins;		/* BPF counts swap-ins: tier demand reads are the same */
-	/* BPF reports every task wake of a tracked cgroup: quiet contexts need no polling. */
-	bool bpf_wakeups;
+	/*
+	 * BPF reports every task wake, first run and move into a tracked cgroup: quiet contexts
+	 * need no polling. events_lost, set by the caller for a tick: the ring dropped events
+	 * since the last one, so this tick samples every context.
+	 */
+	bool bpf_wakeups, events_lost;
 	struct pt_preload_server *preload;	/* NULL: no preload socket */
 	const char *meminfo_path;	/* /proc/meminfo */
 	/* The cgroup walk: NULL is pt_cgroup_walk (tests inject its failures). */

@@ -61,6 +61,7 @@ struct pt_daemon {
 	struct pt_workers workers;		/* wake prefetch */
 	struct pt_workers background;		/* everything else, niced */
 	struct pt_bpf *bpf;			/* NULL: BPF unavailable */
+	uint64_t bpf_drops_seen;		/* its ring's drops at the last tick */
 	struct pt_metrics_http *http;		/* NULL: no metrics_listen, or it failed */
 	struct pt_nvme nvme;			/* the drives under the tiers (libnvme) */
 	char preload_path[PATH_MAX];
@@ -296,6 +297,7 @@ static void open_bpf(struct pt_daemon *d)
 {
 	char report[512];
 	const char *names[8];
+	bool wakeup = false, wakeup_new = false, attach = false;
 	size_t na;
 
 	if (!d->use_bpf)
@@ -308,8 +310,12 @@ static void open_bpf(struct pt_daemon *d)
 	na = pt_bpf_attached(d->bpf, names, 8);
 	for (size_t i = 0; i < na; i++) {
 		d->m.bpf_swapins |= strncmp(names[i], "swapin=", 7) == 0;
-		d->m.bpf_wakeups |= strncmp(names[i], "wakeup=", 7) == 0;
+		wakeup |= strncmp(names[i], "wakeup=", 7) == 0;
+		wakeup_new |= strncmp(names[i], "wakeup_new=", 11) == 0;
+		attach |= strncmp(names[i], "attach=", 7) == 0;
 	}
+	/* A task starts using a cgroup's CPU by a wake, a first run, or a move into it. */
+	d->m.bpf_wakeups = wakeup && wakeup_new && attach;
 	pt_info("BPF wake sources attached: %s", report);
 }
 
@@ -413,6 +419,12 @@ static void dispatch(struct pt_daemon *d, int fd)
 			/* The events of active contexts wait in the ring (they do not wake us). */
 			if (d->bpf)
 				pt_bpf_poll(d->bpf, on_bpf_event, d);
+			if (d->bpf) {
+				uint64_t drops = pt_bpf_drops(d->bpf);
+
+				d->m.events_lost = drops != d->bpf_drops_seen;
+				d->bpf_drops_seen = drops;
+			}
 			/* The drives' wear level first: this tick's offload obeys it. */
 			pt_nvme_poll(&d->nvme, &d->m.wear, &d->m.cfg.write_budget, pt_now_ms());
 			pt_manager_tick(&d->m, pt_now_ms());

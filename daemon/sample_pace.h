@@ -5,18 +5,20 @@
  * manager says what it knows; unit tested.
  *
  * An idle context with nothing in flight (no offload, settle, trim or prefetch pending) can
- * only become active through its tasks, and a task uses CPU only after it is woken: with the
- * BPF sched_wakeup program attached, every wake of one of its tasks is an event (at most one
- * per 100 ms), and so is every swap-in, fault, ingress packet, tier demand read and preload
- * record. Sampling such a context each poll (twice a second) reads three files to learn
- * nothing: at a thousand sleeping containers that was most of the daemon's cost, which
- * issue 15 wants to follow the active containers. So a quiet context is sampled when an
- * event for it has arrived since its last sample, and each poll for PT_PACE_FOLLOW_MS after
- * a sample that found one (a task woken by a signal may go on running without waking
- * again: its CPU shows in the polls that follow), and otherwise once every
- * PT_PACE_QUIET_MAX_MS: what no event announces (a task moved into the cgroup while running,
- * a fork's first run) is seen that much later, which changes no memory decision, since
- * memory activity (faults, swap-ins) is itself an event. For PT_PACE_QUIET_GRACE_MS after it
+ * only become active through its tasks, and a task starts using a cgroup's CPU only by being
+ * woken, by its first run after a fork, or by being moved into the cgroup: with BPF's
+ * sched_wakeup, sched_wakeup_new and cgroup_attach_task programs attached, each of those is
+ * an event (at most one per 100 ms), and so is every swap-in, fault, ingress packet, tier
+ * demand read and preload record. Sampling such a context each poll (twice a second) reads
+ * its files to learn nothing: at a thousand sleeping containers that was most of the
+ * daemon's cost, which issue 15 wants to follow the active containers. So a quiet context
+ * is sampled when an event for it has arrived since its last sample, and each poll for
+ * PT_PACE_FOLLOW_MS after a sample that found one (a task woken by a signal may go on
+ * running without waking again: its CPU shows in the polls that follow), and otherwise once
+ * every PT_PACE_QUIET_MAX_MS, a safety net for what events can miss (the caller samples
+ * everything after the ring dropped events): memory activity (faults, swap-ins) is itself an
+ * event, so that delay changes no memory decision, only how fresh a quiet container's
+ * figures in status are. For PT_PACE_QUIET_GRACE_MS after it
  * becomes quiet it is still sampled each poll: its settle and offload have just been
  * applied, and status (what an operator or a test reads) stays fresh while they land.
  * Without the wakeup program every context is sampled each poll, as before.
@@ -28,7 +30,7 @@
 #include <stdint.h>
 
 #define PT_PACE_QUIET_GRACE_MS	10000
-#define PT_PACE_QUIET_MAX_MS	4000
+#define PT_PACE_QUIET_MAX_MS	30000
 #define PT_PACE_FOLLOW_MS	3000
 
 struct pt_sample_pace {

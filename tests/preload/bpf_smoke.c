@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -184,6 +185,10 @@ static uint64_t unix_events(struct pt_bpf *b, const char *dir, int row, bool wit
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? counts[row][PT_BPF_EV_NET] : UINT64_MAX;
 }
 
+/* Tasks whose wakeup events in cgroup a are looked for, and whether one came. */
+static pid_t watched[2];
+static bool watched_seen[2];
+
 static int on_event(const struct pt_bpf_event *e, void *arg)
 {
 	int row = NGROUPS;
@@ -194,7 +199,44 @@ static int on_event(const struct pt_bpf_event *e, void *arg)
 			row = i;
 	if (e->type < PT_BPF_EV_MAX)
 		counts[row][e->type]++;
+	for (int i = 0; i < 2; i++)
+		if (row == 0 && e->type == PT_BPF_EV_WAKEUP && watched[i] &&
+		    e->tid == (uint32_t)watched[i])
+			watched_seen[i] = true;
 	return 0;
+}
+
+static void spin_ms(uint64_t ms)
+{
+	for (uint64_t end = now_ms() + ms; now_ms() < end;)
+		;
+}
+
+/*
+ * A task that never sleeps moves itself into @dir, spins 300 ms (past the 100 ms limit on
+ * wakeup events), forks a child that spins too and reports the child's pid through @fd.
+ * Neither ever wakes from a sleep: only the move (cgroup_attach_task) and the child's first
+ * run (sched_wakeup_new) can announce them.
+ */
+static void spinner(const char *dir, int fd)
+{
+	char path[600];
+	pid_t child;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) != 0)
+		_exit(2);
+	spin_ms(300);
+	child = fork();
+	if (child == 0)
+		for (;;)
+			;
+	if (write(fd, &child, sizeof(child)) != sizeof(child))
+		_exit(3);
+	for (;;)
+		;
 }
 
 static const char *type_name(int t)
@@ -301,6 +343,43 @@ int main(int argc, char **argv)
 	}
 	/* Rate limits: wakeups at most 10/s per cgroup (+1 for the first). */
 	check(counts[0][PT_BPF_EV_WAKEUP] <= RUN_MS / 100 + 2, "wakeups rate-limited per cgroup");
+
+	/*
+	 * Tasks that start using a's CPU without a wake: moved in while running, and a fork's
+	 * first run. pagetierd samples a quiet container only on events, so these must be ones.
+	 */
+	if (strstr(report, "attach=") && !strstr(report, "attach=none") &&
+	    strstr(report, "wakeup_new=") && !strstr(report, "wakeup_new=none")) {
+		int fds[2];
+		pid_t mover, child = 0;
+
+		/* The forked child is reaped here once the mover is gone, so that a can go. */
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+		if (pipe(fds) == 0) {
+			pt_bpf_poll(b, on_event, NULL);
+			mover = fork();
+			if (mover == 0)
+				spinner(dir[0], fds[1]);
+			watched[0] = mover;
+			if (read(fds[0], &child, sizeof(child)) == sizeof(child))
+				watched[1] = child;
+			usleep(300 * 1000);
+			pt_bpf_poll(b, on_event, NULL);
+			if (child > 0)
+				kill(child, SIGKILL);
+			kill(mover, SIGKILL);
+			waitpid(mover, NULL, 0);
+			if (child > 0)
+				waitpid(child, NULL, 0);
+			close(fds[0]);
+			close(fds[1]);
+		}
+		check(watched_seen[0], "an event for a running task moved into a (cgroup_attach_task)");
+		check(child > 0 && watched_seen[1],
+		      "an event for the first run of a task forked in a (sched_wakeup_new)");
+	} else {
+		check(0, "cgroup_attach_task and sched_wakeup_new attached");
+	}
 
 	/* After opting a out, nothing more from a. */
 	pt_bpf_del_cgroup(b, ids[0]);

@@ -482,6 +482,22 @@ static void test_quiet_contexts_follow_events(void **state)
 	web = ctx_named(&f->m, "web");
 	assert_int_equal(web->n_wakes, 2);	/* its CPU, read because it was woken */
 	assert_int_equal(f->m.samples_skipped - skipped, 1);	/* db's */
+
+	/* Events lost to a full ring: the next tick samples every context, quiet or not. */
+	finish_all(&f->m, &f->r);
+	for (uint64_t end = t + 12000 + PT_PACE_QUIET_GRACE_MS; t < end; t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	pt_manager_tick(&f->m, t);
+	skipped = f->m.samples_skipped;
+	pt_manager_tick(&f->m, t += 100);
+	assert_int_equal(f->m.samples_skipped - skipped, 2);	/* both quiet */
+	skipped = f->m.samples_skipped;
+	f->m.events_lost = true;
+	pt_manager_tick(&f->m, t += 100);
+	f->m.events_lost = false;
+	assert_int_equal(f->m.samples_skipped - skipped, 0);
 }
 
 /* A task woken once that then runs on (no further wakeup): the polls after it see its CPU. */
