@@ -225,6 +225,23 @@ void pt_idle_rebase(struct pt_idle *t, uint64_t usage_usec, uint64_t now_ms)
 	(void)now_ms;
 }
 
+void pt_idle_quiet_until(struct pt_idle *t, const struct pt_idle_params *p, uint64_t ms)
+{
+	uint64_t span = wake_span(p), from;
+
+	if (!t->primed || ms <= t->last_sample_ms)
+		return;
+	/* Idle usage from a wake span before @ms (or the last sample) up to @ms. */
+	from = ms > span ? ms - span : 0;
+	if (from > t->last_sample_ms) {
+		marks_add(&t->window, from, t->last_usage_usec);
+		marks_add(&t->recent, from, t->last_usage_usec);
+	}
+	marks_add(&t->window, ms, t->last_usage_usec);
+	marks_add(&t->recent, ms, t->last_usage_usec);
+	t->last_sample_ms = ms;
+}
+
 void pt_idle_wake_done(struct pt_idle *t, uint64_t now_ms)
 {
 	if (t->state != PT_STATE_WAKING)

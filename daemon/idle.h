@@ -119,6 +119,13 @@ enum pt_idle_event pt_idle_poke(struct pt_idle *t, uint64_t now_ms);
  */
 void pt_idle_rebase(struct pt_idle *t, uint64_t usage_usec, uint64_t now_ms);
 /*
+ * No CPU was used from the last sample until @ms: the tasks of a quiet context all slept
+ * until an event at @ms (sample_pace.h), and its samples in between were skipped. The
+ * history records it, so that the CPU of a wake is averaged from when it started, not over
+ * the whole gap since the last sample (which would hide it).
+ */
+void pt_idle_quiet_until(struct pt_idle *t, const struct pt_idle_params *p, uint64_t ms);
+/*
  * The wake's prefetch is done at @now_ms: active, and quiet from then, not from the wake
  * signal. A prefetch that took longer than idle_threshold (a large container, a slow drive)
  * would otherwise find the container "quiet" the moment it ended, and the offload would

@@ -352,7 +352,7 @@ void pt_manager_bpf_event(struct pt_manager *m, uint64_t cgroup_id, uint32_t typ
 		return;
 	}
 	ctx->bpf_events[type]++;
-	ctx->signals++;
+	pt_sample_event(&ctx->pace, ctx->signals++, m->last_tick_ms);
 	on_signal(m, ctx, pt_signal_bpf(type, flags), bpf_source[type]);
 }
 
@@ -364,7 +364,7 @@ void pt_manager_tier_event(struct pt_manager *m, const struct pagetier_event *e)
 	if (e->type != PAGETIER_EVENT_DEMAND_READ || !(ctx = pt_manager_find(m, e->cgroup_id)))
 		return;
 	ctx->tier_reads++;
-	ctx->signals++;
+	pt_sample_event(&ctx->pace, ctx->signals++, m->last_tick_ms);
 	/* The swap-ins BPF sees are these reads: count them once. */
 	if (!m->bpf_swapins)
 		on_signal(m, ctx, pt_signal_tier(e), "demand reads (tier)");
@@ -404,7 +404,7 @@ void pt_manager_preload_record(struct pt_manager *m, const char *cgroup,
 	if (!ctx)
 		return;
 	ctx->preload_records++;
-	ctx->signals++;
+	pt_sample_event(&ctx->pace, ctx->signals++, m->last_tick_ms);
 	on_signal(m, ctx, pt_signal_preload(ev), "allocator activity (preload)");
 }
 
@@ -680,6 +680,7 @@ static bool quiet(const struct pt_context *ctx)
 
 void pt_manager_tick(struct pt_manager *m, uint64_t now)
 {
+	m->last_tick_ms = now;
 	check_fill(m, now);
 	if (!m->last_rescan_ms ||
 	    (now - m->last_rescan_ms >= m->rescan_interval_ms &&
@@ -692,17 +693,30 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 	/* Rings have no per-record doorbell: the caller drains them every tick as well. */
 	free(m->usage);
 	m->usage = NULL;
-	m->n_usage = m->kmod_fd >= 0 ? pt_kmod_usage_snapshot(m->kmod_fd, &m->usage) : 0;
+	m->n_usage = 0;
+	/*
+	 * The tiers' per-cgroup table is read once per tick, and only when a context is sampled:
+	 * a tick where every context is quiet costs no system call (a thousand sleeping
+	 * containers are a table of a thousand rows to copy and sort, twice a second).
+	 */
+	bool usage_read = false;
+
 	for (size_t i = m->n_ctxs; i-- > 0;) {
 		struct pt_context *ctx = &m->ctxs[i];
 		const struct pt_kmod_usage *u;
 		int rc;
 
-		if (!pt_sample_due(&ctx->pace, m->bpf_wakeups && !m->events_lost, ctx->signals,
-				   now)) {
+		bool covered = m->bpf_wakeups && !m->events_lost;
+
+		if (!pt_sample_due(&ctx->pace, covered, ctx->signals, now)) {
+			pt_sample_skipped(&ctx->pace);
 			m->samples_skipped++;
 			continue;
 		}
+		/* Woken by an event after skipped polls: its tasks slept until the event. */
+		if (covered && pt_sample_quiet_until(&ctx->pace))
+			pt_idle_quiet_until(&ctx->idle, &ctx->policy.idle,
+					    pt_sample_quiet_until(&ctx->pace));
 		rc = sample_ctx(m, ctx, now, false);
 
 		if (rc == -ENOENT && cgroup_gone(ctx)) {
@@ -722,6 +736,12 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 			continue;
 		}
 		if (m->kmod_fd >= 0) {
+			if (!usage_read) {
+				int n = pt_kmod_usage_snapshot(m->kmod_fd, &m->usage);
+
+				m->n_usage = n > 0 ? n : 0;
+				usage_read = true;
+			}
 			u = pt_kmod_usage_find(m->usage, m->n_usage, ctx->cgroup_id);
 			ctx->tier_pages = u ? u->pages : 0;
 			pt_context_tier_written(ctx, u ? u->written : 0);

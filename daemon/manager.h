@@ -33,7 +33,7 @@
 #include "scanner.h"
 #include "wear.h"
 
-#define PT_RESCAN_SAFETY_MS 30000
+#define PT_RESCAN_SAFETY_MS 300000
 
 struct pt_manager {
 	struct pt_config cfg;
@@ -108,6 +108,11 @@ struct pt_manager {
 	uint64_t walk_errors;		/* cgroup walks that failed: contexts kept */
 	uint64_t sample_errors;		/* samples that failed for another reason than ENOENT */
 	uint64_t samples_skipped;	/* quiet contexts not sampled in a tick (sample_pace.h) */
+	/*
+	 * The last tick: an event between ticks is dated by it (a quiet context's tasks slept
+	 * until then at least; pt_sample_event).
+	 */
+	uint64_t last_tick_ms;
 };
 
 /* Takes @cfg (the manager frees it). The caller sets the backends and hooks after. */

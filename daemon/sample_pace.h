@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #define PT_PACE_QUIET_GRACE_MS	10000
-#define PT_PACE_QUIET_MAX_MS	30000
+#define PT_PACE_QUIET_MAX_MS	300000
 #define PT_PACE_FOLLOW_MS	3000
 
 struct pt_sample_pace {
@@ -38,6 +38,8 @@ struct pt_sample_pace {
 	uint64_t quiet_since_ms;	/* quiet since (0: not quiet at the last sample) */
 	uint64_t signals;		/* the context's event count at the last sample */
 	uint64_t follow_until_ms;	/* sampled each poll until then: an event came */
+	uint64_t first_event_ms;	/* the first event since the last sample (0: none) */
+	bool skipped;			/* a poll since the last sample did not sample it */
 };
 
 /*
@@ -46,6 +48,20 @@ struct pt_sample_pace {
  */
 bool pt_sample_due(const struct pt_sample_pace *p, bool events_cover, uint64_t signals,
 		   uint64_t now_ms);
+/*
+ * An event of the context at @now_ms; @signals, its event count before this one. The first
+ * since the last sample is when a quiet context's tasks started to run: until then they used
+ * no CPU, which its next sample should know (pt_idle_quiet_until).
+ */
+void pt_sample_event(struct pt_sample_pace *p, uint64_t signals, uint64_t now_ms);
+/* A poll where pt_sample_due() said no. */
+void pt_sample_skipped(struct pt_sample_pace *p);
+/*
+ * Until when the context's tasks are known to have used no CPU since its last sample: the
+ * first event's time when polls skipped it meanwhile (quiet, every task wake an event), 0
+ * when nothing is known (it was sampled each poll, or no event came).
+ */
+uint64_t pt_sample_quiet_until(const struct pt_sample_pace *p);
 /* A sample was taken and acted on; @quiet: the context is idle with nothing in flight. */
 void pt_sample_taken(struct pt_sample_pace *p, bool quiet, uint64_t signals, uint64_t now_ms);
 

@@ -199,7 +199,7 @@ static void test_manager_walks_on_change_only(void **state)
 	m.last_rescan_ms = t;
 	walks = m.walks;
 	/* Nothing changes: no walk until the safety interval. */
-	for (t += 500; t < 1000 + 29000; t += 500) {
+	for (t += 500; t < 1000 + PT_RESCAN_SAFETY_MS - 1000; t += 500) {
 		pt_cgroup_watch_read(&m.watch);
 		pt_manager_tick(&m, t);
 	}
@@ -222,7 +222,7 @@ static void test_manager_walks_on_change_only(void **state)
 	pt_cgroup_watch_read(&m.watch);
 	pt_manager_tick(&m, t += 1000);
 	assert_int_equal(m.walks, walks + 2);
-	pt_manager_tick(&m, t += 30000);
+	pt_manager_tick(&m, t += PT_RESCAN_SAFETY_MS);
 	assert_int_equal(m.walks, walks + 3);
 	pt_manager_free(&m);
 	rmdir(root);

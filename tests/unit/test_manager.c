@@ -530,6 +530,40 @@ static void test_a_woken_task_is_followed(void **state)
 	assert_string_equal(web->wake_source, "cpu usage");
 }
 
+/*
+ * A quiet container not sampled for 20 s wakes: a task runs 300 ms, then sleeps again. Its
+ * CPU is judged from the wake on, not averaged over the 20 s no poll looked at it (1.5%,
+ * which the 5% rule would take for housekeeping).
+ */
+static void test_a_quiet_containers_burst_is_seen(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms(), skipped;
+
+	f->m.bpf_wakeups = true;
+	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 1000\n");
+	for (uint64_t end = t + 4000 + PT_PACE_QUIET_GRACE_MS; t < end; t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	/* 20 s with no event: its polls skip it. */
+	skipped = f->m.samples_skipped;
+	for (uint64_t end = t + 20000; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	assert_true(f->m.samples_skipped - skipped >= 150);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_int_equal(web->n_wakes, 0);
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0);
+	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 301000\n");
+	for (uint64_t end = t + 1000; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->n_wakes, 1);
+	assert_string_equal(web->wake_source, "cpu usage");
+}
+
 /* One epoch's scan of this process for @ctx: 32 chunks at @base, accessed or only present. */
 static void feed_scan_at(struct pt_manager *m, struct pt_context *ctx, uint64_t base,
 			 bool accessed)
@@ -1108,6 +1142,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cold_waits_for_memory_need, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quiet_contexts_follow_events, setup, teardown),
 		cmocka_unit_test(test_trim_waits_while_the_prefetch_is_read),
+		cmocka_unit_test_setup_teardown(test_a_quiet_containers_burst_is_seen, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_a_woken_task_is_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_walk_and_sample_errors_drop_nothing, setup,
 						teardown),

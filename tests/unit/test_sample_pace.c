@@ -44,14 +44,37 @@ static void test_quiet_after_its_grace_slows_down(void **state)
 		pt_sample_taken(&p, true, 7, t);
 	}
 	/* Then one sample per PT_PACE_QUIET_MAX_MS, no more. */
-	for (uint64_t end = t + 60000; t < end; t += 500)
+	for (uint64_t end = t + 4 * PT_PACE_QUIET_MAX_MS; t < end; t += 500)
 		if (pt_sample_due(&p, true, 7, t)) {
 			pt_sample_taken(&p, true, 7, t);
 			taken++;
 		}
-	assert_int_equal(taken, 60000 / PT_PACE_QUIET_MAX_MS);
+	assert_int_equal(taken, 4);
 	/* The quiet period's start is kept across samples. */
 	assert_int_equal(p.quiet_since_ms, start);
+}
+
+/*
+ * The first event after skipped polls dates the end of the quiet: the tasks slept until
+ * then. Not when no poll skipped the context (it was looked at each poll), nor after a
+ * sample, nor from a later event.
+ */
+static void test_quiet_until_the_first_event(void **state)
+{
+	struct pt_sample_pace p = { 0 };
+
+	(void)state;
+	pt_sample_taken(&p, true, 7, 1000);
+	pt_sample_event(&p, 7, 1400);
+	assert_int_equal(pt_sample_quiet_until(&p), 0);	/* no poll skipped it */
+	pt_sample_skipped(&p);
+	assert_int_equal(pt_sample_quiet_until(&p), 1400);
+	pt_sample_event(&p, 8, 1900);				/* a second one */
+	assert_int_equal(pt_sample_quiet_until(&p), 1400);
+	pt_sample_taken(&p, true, 9, 2000);
+	assert_int_equal(pt_sample_quiet_until(&p), 0);
+	pt_sample_skipped(&p);
+	assert_int_equal(pt_sample_quiet_until(&p), 0);	/* no event since */
 }
 
 static void test_an_event_samples_at_once(void **state)
@@ -87,6 +110,7 @@ int main(void)
 		cmocka_unit_test(test_not_quiet_every_poll),
 		cmocka_unit_test(test_quiet_after_its_grace_slows_down),
 		cmocka_unit_test(test_an_event_samples_at_once),
+		cmocka_unit_test(test_quiet_until_the_first_event),
 	};
 
 	return cmocka_run_group_tests_name("sample_pace", tests, NULL, NULL);
