@@ -50,6 +50,7 @@ void pt_manager_free(struct pt_manager *m)
 	for (size_t i = 0; i < m->n_ctxs; i++)
 		pt_context_release(&m->ctxs[i]);
 	free(m->ctxs);
+	free(m->due_ms);
 	pt_ctx_index_free(&m->index);
 	free(m->usage);
 	pt_cgroup_watch_close(&m->watch);
@@ -132,10 +133,12 @@ static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
 	/* A context covers its whole subtree: never track a child of a tracked cgroup. */
 	if (owner_of(m, relpath))
 		return;
-	if (pt_grow((void **)&m->ctxs, &m->cap_ctxs, m->n_ctxs + 1, sizeof(*m->ctxs))) {
+	if (pt_grow((void **)&m->ctxs, &m->cap_ctxs, m->n_ctxs + 1, sizeof(*m->ctxs)) ||
+	    pt_grow((void **)&m->due_ms, &m->cap_due, m->n_ctxs + 1, sizeof(*m->due_ms))) {
 		pt_err("out of memory tracking %s", relpath);
 		return;
 	}
+	m->due_ms[m->n_ctxs] = 0;
 	ctx = &m->ctxs[m->n_ctxs++];
 	pt_context_init(ctx, p, m->cfg.cgroup_root, relpath, id, pt_now_ms(), m->cfg.chunk_shift);
 	pt_ctx_index_added(&m->index, m->ctxs, m->n_ctxs);
@@ -175,6 +178,7 @@ static void drop_ctx(struct pt_manager *m, size_t i, const char *why)
 	track(m, m->ctxs[i].cgroup_id, false);
 	pt_context_release(&m->ctxs[i]);
 	m->ctxs[i] = m->ctxs[m->n_ctxs - 1];
+	m->due_ms[i] = m->due_ms[m->n_ctxs - 1];
 	m->n_ctxs--;
 	pt_ctx_index_invalidate(&m->index);
 }
@@ -334,6 +338,13 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 	}
 }
 
+/* An event of @ctx: counted, dated (pt_sample_event), and its next tick samples it. */
+static void count_event(struct pt_manager *m, struct pt_context *ctx)
+{
+	pt_sample_event(&ctx->pace, ctx->signals++, m->last_tick_ms);
+	m->due_ms[ctx - m->ctxs] = 0;
+}
+
 /*
  * A packet for the container is demand: beyond the policy's tolerance it makes an active
  * context busy and wakes an idle one at once, before the application has read it.
@@ -352,7 +363,7 @@ void pt_manager_bpf_event(struct pt_manager *m, uint64_t cgroup_id, uint32_t typ
 		return;
 	}
 	ctx->bpf_events[type]++;
-	pt_sample_event(&ctx->pace, ctx->signals++, m->last_tick_ms);
+	count_event(m, ctx);
 	on_signal(m, ctx, pt_signal_bpf(type, flags), bpf_source[type]);
 }
 
@@ -364,7 +375,7 @@ void pt_manager_tier_event(struct pt_manager *m, const struct pagetier_event *e)
 	if (e->type != PAGETIER_EVENT_DEMAND_READ || !(ctx = pt_manager_find(m, e->cgroup_id)))
 		return;
 	ctx->tier_reads++;
-	pt_sample_event(&ctx->pace, ctx->signals++, m->last_tick_ms);
+	count_event(m, ctx);
 	/* The swap-ins BPF sees are these reads: count them once. */
 	if (!m->bpf_swapins)
 		on_signal(m, ctx, pt_signal_tier(e), "demand reads (tier)");
@@ -404,7 +415,7 @@ void pt_manager_preload_record(struct pt_manager *m, const char *cgroup,
 	if (!ctx)
 		return;
 	ctx->preload_records++;
-	pt_sample_event(&ctx->pace, ctx->signals++, m->last_tick_ms);
+	count_event(m, ctx);
 	on_signal(m, ctx, pt_signal_preload(ev), "allocator activity (preload)");
 }
 
@@ -701,18 +712,19 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 	 */
 	bool usage_read = false;
 
+	bool covered = m->bpf_wakeups && !m->events_lost;
+
 	for (size_t i = m->n_ctxs; i-- > 0;) {
-		struct pt_context *ctx = &m->ctxs[i];
+		struct pt_context *ctx;
 		const struct pt_kmod_usage *u;
 		int rc;
 
-		bool covered = m->bpf_wakeups && !m->events_lost;
-
-		if (!pt_sample_due(&ctx->pace, covered, ctx->signals, now)) {
-			pt_sample_skipped(&ctx->pace);
+		/* Read without touching the context: 1,000 quiet ones are one array's walk. */
+		if (covered && m->due_ms[i] > now) {
 			m->samples_skipped++;
 			continue;
 		}
+		ctx = &m->ctxs[i];
 		/* Woken by an event after skipped polls: its tasks slept until the event. */
 		if (covered && pt_sample_quiet_until(&ctx->pace))
 			pt_idle_quiet_until(&ctx->idle, &ctx->policy.idle,
@@ -748,7 +760,8 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		}
 		tick_ctx(m, ctx, now);
 		sync_wake_events(m, ctx);
-		pt_sample_taken(&ctx->pace, quiet(ctx), ctx->signals, now);
+		m->due_ms[i] = pt_sample_taken(&ctx->pace, quiet(ctx), m->bpf_wakeups, ctx->signals,
+					       now);
 	}
 }
 

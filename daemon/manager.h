@@ -39,6 +39,9 @@ struct pt_manager {
 	struct pt_config cfg;
 	struct pt_context *ctxs;
 	size_t n_ctxs, cap_ctxs;
+	/* Per context (same index): when a tick samples it next (sample_pace.h; 0: next tick). */
+	uint64_t *due_ms;
+	size_t cap_due;
 	struct pt_ctx_index index;	/* by cgroup id and path; invalidate when ctxs change */
 
 	/* Backends, opened and closed by the caller. */

@@ -617,6 +617,12 @@ int main(int argc, char **argv)
 		pt_err("start-up failed: %s", strerror(-rc));
 		return 1;
 	}
+	/*
+	 * The containers before the first question: a status asked right after start (the
+	 * control socket already listens; its connections wait for the loop) lists them.
+	 */
+	d.m.last_rescan_ms = pt_now_ms();
+	pt_manager_rescan(&d.m);
 	pt_info("pagetierd started: %zu container policies from %s, polling every %llu ms, control socket %s",
 		d.m.cfg.n_policies, d.config_dir, (unsigned long long)d.m.cfg.poll_interval_ms,
 		d.sock_path);

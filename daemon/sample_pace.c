@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "sample_pace.h"
 
-bool pt_sample_due(const struct pt_sample_pace *p, bool events_cover, uint64_t signals,
-		   uint64_t now_ms)
+uint64_t pt_sample_taken(struct pt_sample_pace *p, bool quiet, bool events_cover,
+			 uint64_t signals, uint64_t now_ms)
 {
-	if (!events_cover || !p->quiet_since_ms || signals != p->signals)
-		return true;
-	if (now_ms < p->quiet_since_ms + PT_PACE_QUIET_GRACE_MS || now_ms < p->follow_until_ms)
-		return true;
-	return now_ms >= p->last_ms + PT_PACE_QUIET_MAX_MS;
+	if (signals != p->signals)
+		p->follow_until_ms = now_ms + PT_PACE_FOLLOW_MS;
+	p->last_ms = now_ms;
+	p->signals = signals;
+	p->first_event_ms = 0;
+	if (!quiet)
+		p->quiet_since_ms = 0;
+	else if (!p->quiet_since_ms)
+		p->quiet_since_ms = now_ms ? now_ms : 1;
+	p->skipping = events_cover && p->quiet_since_ms &&
+		      now_ms >= p->quiet_since_ms + PT_PACE_QUIET_GRACE_MS &&
+		      now_ms >= p->follow_until_ms;
+	return p->skipping ? now_ms + PT_PACE_QUIET_MAX_MS : 0;
 }
 
 void pt_sample_event(struct pt_sample_pace *p, uint64_t signals, uint64_t now_ms)
@@ -17,26 +25,7 @@ void pt_sample_event(struct pt_sample_pace *p, uint64_t signals, uint64_t now_ms
 		p->first_event_ms = now_ms ? now_ms : 1;
 }
 
-void pt_sample_skipped(struct pt_sample_pace *p)
-{
-	p->skipped = true;
-}
-
 uint64_t pt_sample_quiet_until(const struct pt_sample_pace *p)
 {
-	return p->skipped ? p->first_event_ms : 0;
-}
-
-void pt_sample_taken(struct pt_sample_pace *p, bool quiet, uint64_t signals, uint64_t now_ms)
-{
-	if (signals != p->signals)
-		p->follow_until_ms = now_ms + PT_PACE_FOLLOW_MS;
-	p->last_ms = now_ms;
-	p->signals = signals;
-	p->first_event_ms = 0;
-	p->skipped = false;
-	if (!quiet)
-		p->quiet_since_ms = 0;
-	else if (!p->quiet_since_ms)
-		p->quiet_since_ms = now_ms ? now_ms : 1;
+	return p->skipping ? p->first_event_ms : 0;
 }

@@ -39,30 +39,30 @@ struct pt_sample_pace {
 	uint64_t signals;		/* the context's event count at the last sample */
 	uint64_t follow_until_ms;	/* sampled each poll until then: an event came */
 	uint64_t first_event_ms;	/* the first event since the last sample (0: none) */
-	bool skipped;			/* a poll since the last sample did not sample it */
+	bool skipping;			/* the polls after the last sample pass it by */
 };
 
 /*
- * Whether to sample now: @events_cover, every task wake of a tracked cgroup is an event;
- * @signals, the context's events so far (any kind).
+ * A sample was taken and acted on at @now_ms; @quiet: the context is idle with nothing in
+ * flight; @events_cover: every task wake of a tracked cgroup is an event; @signals: the
+ * context's events so far (any kind). Returns when it is next due: 0 at the next poll,
+ * otherwise the time from which a poll samples it again, unless an event of it comes first
+ * (the caller then samples it at the next poll). The caller keeps that time where a poll
+ * over every context reads it without touching the contexts themselves.
  */
-bool pt_sample_due(const struct pt_sample_pace *p, bool events_cover, uint64_t signals,
-		   uint64_t now_ms);
+uint64_t pt_sample_taken(struct pt_sample_pace *p, bool quiet, bool events_cover,
+			 uint64_t signals, uint64_t now_ms);
 /*
  * An event of the context at @now_ms; @signals, its event count before this one. The first
  * since the last sample is when a quiet context's tasks started to run: until then they used
  * no CPU, which its next sample should know (pt_idle_quiet_until).
  */
 void pt_sample_event(struct pt_sample_pace *p, uint64_t signals, uint64_t now_ms);
-/* A poll where pt_sample_due() said no. */
-void pt_sample_skipped(struct pt_sample_pace *p);
 /*
  * Until when the context's tasks are known to have used no CPU since its last sample: the
- * first event's time when polls skipped it meanwhile (quiet, every task wake an event), 0
+ * first event's time when the polls were passing it by (quiet, every task wake an event), 0
  * when nothing is known (it was sampled each poll, or no event came).
  */
 uint64_t pt_sample_quiet_until(const struct pt_sample_pace *p);
-/* A sample was taken and acted on; @quiet: the context is idle with nothing in flight. */
-void pt_sample_taken(struct pt_sample_pace *p, bool quiet, uint64_t signals, uint64_t now_ms);
 
 #endif

@@ -4,9 +4,9 @@ cycles, with pagetierd killed -9 in the middle of each offload (issue 12). Runs 
 inside the test VM with pagetier.ko loaded; prints TAP.
 
 One opted-in container (besteffort, idle after 2 s) runs ptwork with every kind of memory:
-64 MiB of private 4K pages, 32 MiB of THP (madvise, 2 MiB aligned), 16 MiB moved by mremap
-(and moved again at each wake, its offloaded pages' swap entries with it), 32 MiB of shared
-memory (half MAP_SHARED|MAP_ANONYMOUS, half a memfd), 8 MiB of System V shared memory, and a
+32 MiB of private 4K pages, 16 MiB of THP (madvise, 2 MiB aligned), 8 MiB moved by mremap
+(and moved again at each wake, its offloaded pages' swap entries with it), 16 MiB of shared
+memory (half MAP_SHARED|MAP_ANONYMOUS, half a memfd), 4 MiB of System V shared memory, and a
 child forked after the fill that shares the private pages copy-on-write (each process then
 owns a quarter of them, the rest stay shared). For each of CYCLES cycles:
 
@@ -35,7 +35,7 @@ from e2elib import BIN, CG, MIB, Tap, status_json, tier_cgroup_stats, wait_for
 
 PARENT = "pt-kill9"
 NAME = "k9"
-ANON, THP, MREMAP, SHM, SYSV = 64 * MIB, 32 * MIB, 16 * MIB, 32 * MIB, 8 * MIB
+ANON, THP, MREMAP, SHM, SYSV = 32 * MIB, 16 * MIB, 8 * MIB, 16 * MIB, 4 * MIB
 TOTAL = ANON + THP + MREMAP + SHM + SYSV	# what each process verifies at each wake
 KINDS = {"private": ANON, "thp": THP, "mremap": MREMAP, "shm_anon": SHM // 2,
          "memfd": SHM // 2, "sysv": SYSV}

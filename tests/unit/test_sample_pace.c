@@ -8,99 +8,116 @@
 
 #include "sample_pace.h"
 
+/* One context as the manager keeps it: its pace, its events, when it is next due. */
+struct sim {
+	struct pt_sample_pace p;
+	uint64_t signals;
+	uint64_t due;
+	bool cover;		/* every task wake is an event */
+	bool quiet;		/* idle, nothing in flight */
+};
+
+/* A poll at @t, as pt_manager_tick does it: whether it sampled the context. */
+static bool poll_at(struct sim *s, uint64_t t)
+{
+	if (s->cover && s->due > t)
+		return false;
+	s->due = pt_sample_taken(&s->p, s->quiet, s->cover, s->signals, t);
+	return true;
+}
+
+/* An event of the context, as the manager counts it: due at the next poll. */
+static void event_at(struct sim *s, uint64_t t)
+{
+	pt_sample_event(&s->p, s->signals++, t);
+	s->due = 0;
+}
+
 static void test_without_events_every_poll(void **state)
 {
-	struct pt_sample_pace p = { 0 };
+	struct sim s = { .cover = false, .quiet = true };
 
 	(void)state;
-	pt_sample_taken(&p, true, 0, 1000);
-	for (uint64_t t = 1500; t < 60000; t += 500)
-		assert_true(pt_sample_due(&p, false, 0, t));
+	for (uint64_t t = 1000; t < 60000 + PT_PACE_QUIET_GRACE_MS; t += 500)
+		assert_true(poll_at(&s, t));
 }
 
 static void test_not_quiet_every_poll(void **state)
 {
-	struct pt_sample_pace p = { 0 };
+	struct sim s = { .cover = true, .quiet = false };
 
 	(void)state;
-	assert_true(pt_sample_due(&p, true, 0, 0));	/* never sampled */
-	for (uint64_t t = 500; t < 60000; t += 500) {
-		assert_true(pt_sample_due(&p, true, 0, t));
-		pt_sample_taken(&p, false, 0, t);
-	}
+	for (uint64_t t = 0; t < 60000; t += 500)
+		assert_true(poll_at(&s, t));
 }
 
 static void test_quiet_after_its_grace_slows_down(void **state)
 {
-	struct pt_sample_pace p = { 0 };
-	uint64_t t = 100000, taken = 0, start;
+	struct sim s = { .cover = true, .quiet = true };
+	uint64_t t = 100000, taken = 0, start = t;
 
 	(void)state;
-	pt_sample_taken(&p, true, 7, t);
-	start = t;
 	/* Within the grace, every poll. */
-	for (t += 500; t < start + PT_PACE_QUIET_GRACE_MS; t += 500) {
-		assert_true(pt_sample_due(&p, true, 7, t));
-		pt_sample_taken(&p, true, 7, t);
-	}
+	for (; t < start + PT_PACE_QUIET_GRACE_MS; t += 500)
+		assert_true(poll_at(&s, t));
 	/* Then one sample per PT_PACE_QUIET_MAX_MS, no more. */
 	for (uint64_t end = t + 4 * PT_PACE_QUIET_MAX_MS; t < end; t += 500)
-		if (pt_sample_due(&p, true, 7, t)) {
-			pt_sample_taken(&p, true, 7, t);
-			taken++;
-		}
-	assert_int_equal(taken, 4);
+		taken += poll_at(&s, t);
+	assert_true(taken >= 4 && taken <= 5);
 	/* The quiet period's start is kept across samples. */
-	assert_int_equal(p.quiet_since_ms, start);
+	assert_int_equal(s.p.quiet_since_ms, start);
 }
 
 /*
- * The first event after skipped polls dates the end of the quiet: the tasks slept until
- * then. Not when no poll skipped the context (it was looked at each poll), nor after a
- * sample, nor from a later event.
+ * The first event while the polls pass a context by dates the end of its quiet: the tasks
+ * slept until then. Not while it is sampled each poll, nor after a sample, nor from a
+ * later event.
  */
 static void test_quiet_until_the_first_event(void **state)
 {
-	struct pt_sample_pace p = { 0 };
+	struct sim s = { .cover = true, .quiet = true };
+	uint64_t t = 1000;
 
 	(void)state;
-	pt_sample_taken(&p, true, 7, 1000);
-	pt_sample_event(&p, 7, 1400);
-	assert_int_equal(pt_sample_quiet_until(&p), 0);	/* no poll skipped it */
-	pt_sample_skipped(&p);
-	assert_int_equal(pt_sample_quiet_until(&p), 1400);
-	pt_sample_event(&p, 8, 1900);				/* a second one */
-	assert_int_equal(pt_sample_quiet_until(&p), 1400);
-	pt_sample_taken(&p, true, 9, 2000);
-	assert_int_equal(pt_sample_quiet_until(&p), 0);
-	pt_sample_skipped(&p);
-	assert_int_equal(pt_sample_quiet_until(&p), 0);	/* no event since */
+	poll_at(&s, t);
+	event_at(&s, t + 400);
+	assert_int_equal(pt_sample_quiet_until(&s.p), 0);	/* in its grace: each poll */
+	for (t += 500; t <= 1000 + PT_PACE_QUIET_GRACE_MS + 500; t += 500)
+		poll_at(&s, t);
+	assert_false(poll_at(&s, t));				/* passed by now */
+	event_at(&s, t + 100);
+	assert_int_equal(pt_sample_quiet_until(&s.p), t + 100);
+	event_at(&s, t + 300);					/* a second one */
+	assert_int_equal(pt_sample_quiet_until(&s.p), t + 100);
+	assert_true(poll_at(&s, t + 500));
+	assert_int_equal(pt_sample_quiet_until(&s.p), 0);	/* sampled; followed each poll */
 }
 
 static void test_an_event_samples_at_once(void **state)
 {
-	struct pt_sample_pace p = { 0 };
+	struct sim s = { .cover = true, .quiet = true };
 	uint64_t t = 1;
 
 	(void)state;
-	pt_sample_taken(&p, true, 7, t);
-	t += PT_PACE_QUIET_GRACE_MS + 1000;
-	pt_sample_taken(&p, true, 7, t);
-	assert_false(pt_sample_due(&p, true, 7, t + 500));
-	assert_true(pt_sample_due(&p, true, 8, t + 500));	/* a wakeup, a packet, ... */
-	pt_sample_taken(&p, true, 8, t + 500);
+	for (; t < 1 + PT_PACE_QUIET_GRACE_MS + 1000; t += 500)
+		poll_at(&s, t);
+	assert_false(poll_at(&s, t));
+	event_at(&s, t + 100);					/* a wakeup, a packet, ... */
+	assert_true(poll_at(&s, t + 500));
 	/* What it woke for may go on running: every poll for a while, then no more. */
-	for (uint64_t u = t + 1000; u < t + 500 + PT_PACE_FOLLOW_MS; u += 500) {
-		assert_true(pt_sample_due(&p, true, 8, u));
-		pt_sample_taken(&p, true, 8, u);
-	}
-	t += 500 + PT_PACE_FOLLOW_MS;
-	assert_false(pt_sample_due(&p, true, 8, t));
+	for (uint64_t u = t + 1000; u < t + 500 + PT_PACE_FOLLOW_MS; u += 500)
+		assert_true(poll_at(&s, u));
+	t += 1000 + PT_PACE_FOLLOW_MS;
+	poll_at(&s, t);						/* the follow's last */
+	assert_false(poll_at(&s, t + 500));
 	/* Not quiet any more (it woke, or work is in flight): every poll, grace anew. */
-	pt_sample_taken(&p, false, 8, t);
-	assert_true(pt_sample_due(&p, true, 8, t + 500));
-	pt_sample_taken(&p, true, 8, t + 500);
-	assert_true(pt_sample_due(&p, true, 8, t + 1000));
+	event_at(&s, t + 600);
+	s.quiet = false;
+	assert_true(poll_at(&s, t + 1000));
+	s.quiet = true;
+	assert_true(poll_at(&s, t + 1500));
+	assert_true(poll_at(&s, t + 2000));
+	assert_int_equal(s.p.quiet_since_ms, t + 1500);
 }
 
 int main(void)
