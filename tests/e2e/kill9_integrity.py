@@ -211,8 +211,13 @@ def nothing_lost(tap, cyc, cgid, tier, at, pids):
     tc = tier_cgroup_stats().get(cgid, {})
     swap, stored = u64("memory.swap.current"), tc.get("pages_stored", 0) * 4096
     # Swap slots are charged when a page is added to swap, the tier counts it once written:
-    # both at least what they were at the kill, and the tier holds what swap says it has.
-    tap.ok(swap >= at["swap"] and stored >= at["tier"] and stored + MIB >= swap,
+    # what was written at the kill is still there, and the tier holds what swap says it has.
+    # swap.current itself may go down, and that loses nothing: seen once, 81.4 MiB at the
+    # kill and 79.4 one second later, 2.0 MiB, one THP's worth of slots, most likely a THP
+    # the killed daemon's MADV_PAGEOUT had added to the swap cache but not written (still
+    # in RAM), its slots given back when the interrupted reclaim put it back. Every byte is
+    # checked at the wake.
+    tap.ok(stored >= at["tier"] and stored + MIB >= swap,
            f"cycle {cyc + 1}: swap and the tier keep what the killed daemon offloaded "
            f"(swap.current {mib(swap)} MiB, tier {mib(stored)} MiB; at the kill "
            f"{mib(at['swap'])}, {mib(at['tier'])})", json.dumps(tc))
