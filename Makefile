@@ -176,7 +176,7 @@ vm-test: all
 	 tests/vm/faults/run.sh $(KERNELS) || rc=1; \
 	 $(MAKE) --no-print-directory density-smoke || rc=1; exit $$rc
 
-# The density benchmark's harness end to end (swap and pagetier, N = 0 and 2, tiny data
+# The density benchmark's harness end to end (pagetier, N = 0 and 2, tiny data
 # sets), so that it cannot rot; its figures are not a result.
 density-smoke: all
 	@echo "==== density benchmark: smoke run (harness only) ===="; \
