@@ -586,13 +586,20 @@ TEST_F(log, coalesced_writes)
 	ASSERT_EQ(IO_N, tu_tier_stat(self->c.tier_id, "io_stat", io1, IO_N));
 	TH_LOG("%u page writes: %llu write bios to the backing device, %llu write requests there",
 	       AIO_N, io1[IO_WB_BIOS] - io0[IO_WB_BIOS], b1[4] - b0[4]);
-	/* Without a buffer, one clone each that the device merges; with one, runs. */
+	/*
+	 * Without a buffer, one clone each that the device merges; with one, runs. How long
+	 * the runs are depends on how fast the writes come: the flusher writes what is queued
+	 * while io_submit is still adding pages (on Debian's kernels 32 bios or fewer for the
+	 * 256 pages; 38 on the debug kernel, KASAN slowing the submitter down). Eight pages
+	 * a bio on average is what production kernels do, four what any kernel must: without
+	 * coalescing it is one.
+	 */
 	if (variant->write_buffer_mib) {
 		EXPECT_EQ((unsigned long long)AIO_N, io1[IO_WB_BIOS] - io0[IO_WB_BIOS]);
 	} else {
-		EXPECT_GE((unsigned long long)AIO_N / 8, io1[IO_WB_BIOS] - io0[IO_WB_BIOS]);
+		EXPECT_GE((unsigned long long)AIO_N / 4, io1[IO_WB_BIOS] - io0[IO_WB_BIOS]);
 	}
-	EXPECT_GE((unsigned long long)AIO_N / 8, b1[4] - b0[4]);
+	EXPECT_GE((unsigned long long)AIO_N / 4, b1[4] - b0[4]);
 
 	/* Every page reads back, as a batch of reads too. */
 	memset(buf, 0, AIO_N * PG);

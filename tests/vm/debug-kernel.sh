@@ -87,6 +87,20 @@ if [ ! -f "$out/stamp" ] || [ "$(cat "$out/stamp")" != "$stamp_in" ] ||
 	t0=$SECONDS
 	(cd "$src" && nice -n 19 make -s -j"$(nproc)" bzImage modules >"$out/build.log" 2>&1) ||
 		{ tail -30 "$out/build.log" >&2; die "kernel build failed (build/debug-kernel/build.log)"; }
+	# An object left by a build killed part way can export its symbols without their
+	# versions (modpost: "has no CRC"): the guest then refuses every module that uses them
+	# ("no symbol version for blk_mq_...", seen once with block/blk-mq.o). Rebuilt here.
+	stale=$(grep -o '"[A-Za-z0-9_]*" \[.*\] has no CRC' "$out/build.log" | cut -d'"' -f2 | sort -u)
+	if [ -n "$stale" ]; then
+		objs=$(cd "$src" && grep -rlE --include='*.c' \
+			"EXPORT_SYMBOL[A-Z_]*\(($(echo $stale | tr ' ' '|'))\)" block kernel mm fs lib drivers |
+			sed 's/\.c$/.o/' | sort -u)
+		log "exports without versions ($(echo "$stale" | wc -l) symbols): rebuilding $objs"
+		(cd "$src" && rm -f $objs && nice -n 19 make -s -j"$(nproc)" bzImage modules >"$out/build.log" 2>&1) ||
+			{ tail -30 "$out/build.log" >&2; die "kernel build failed (build/debug-kernel/build.log)"; }
+		! grep -q 'has no CRC' "$out/build.log" ||
+			die "exports without versions after a rebuild (build/debug-kernel/build.log): rm -rf build/debug-kernel and build again"
+	fi
 	log "built in $(( (SECONDS - t0) / 60 )) min $(( (SECONDS - t0) % 60 )) s"
 	echo "$(( SECONDS - t0 ))" >"$out/build-seconds"
 	echo "$stamp_in" >"$out/stamp"
