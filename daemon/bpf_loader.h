@@ -7,9 +7,9 @@
  *
  * Each signal ("fault", "swapin", "wakeup", "wakeup_new", "attach", "net", "unix") has
  * candidate programs in order of preference (tp_btf/fentry first, raw_tp/kprobe otherwise;
- * swap_read_folio on 6.12, swap_readpage on 6.1). Programs whose target the kernel lacks are not loaded; one that
- * fails to load or attach is replaced by the next candidate; a signal without a working
- * candidate is left out and reported, the others still run.
+ * swap_read_folio on 6.12, swap_readpage on 6.1). Programs whose target the kernel lacks
+ * are not loaded; one that fails to load or attach is replaced by the next candidate; a
+ * signal without a working candidate is left out and reported, the others still run.
  */
 #ifndef PAGETIER_BPF_LOADER_H
 #define PAGETIER_BPF_LOADER_H

@@ -234,7 +234,6 @@ static int sample_memory_stat(const char *dir, struct pt_cgroup_sample *s)
 	return 0;
 }
 
-
 int pt_cgroup_sample_files(const char *dir, struct pt_cgroup_files *f,
 			   struct pt_cgroup_sample *s, bool full)
 {

@@ -710,13 +710,12 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 	 * a tick where every context is quiet costs no system call (a thousand sleeping
 	 * containers are a table of a thousand rows to copy and sort, twice a second).
 	 */
-	bool usage_read = false;
-
-	bool covered = m->bpf_wakeups && !m->events_lost;
+	bool usage_read = false, covered = m->bpf_wakeups && !m->events_lost;
 
 	for (size_t i = m->n_ctxs; i-- > 0;) {
 		struct pt_context *ctx;
 		const struct pt_kmod_usage *u;
+		uint64_t slept_until;
 		int rc;
 
 		/* Read without touching the context: 1,000 quiet ones are one array's walk. */
@@ -726,9 +725,9 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		}
 		ctx = &m->ctxs[i];
 		/* Woken by an event after skipped polls: its tasks slept until the event. */
-		if (covered && pt_sample_quiet_until(&ctx->pace))
-			pt_idle_quiet_until(&ctx->idle, &ctx->policy.idle,
-					    pt_sample_quiet_until(&ctx->pace));
+		slept_until = covered ? pt_sample_quiet_until(&ctx->pace) : 0;
+		if (slept_until)
+			pt_idle_quiet_until(&ctx->idle, &ctx->policy.idle, slept_until);
 		rc = sample_ctx(m, ctx, now, false);
 
 		if (rc == -ENOENT && cgroup_gone(ctx)) {

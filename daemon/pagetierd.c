@@ -417,10 +417,11 @@ static void dispatch(struct pt_daemon *d, int fd)
 
 		if (read(d->tfd, &expirations, sizeof(expirations)) > 0) {
 			/* The events of active contexts wait in the ring (they do not wake us). */
-			if (d->bpf)
-				pt_bpf_poll(d->bpf, on_bpf_event, d);
 			if (d->bpf) {
-				uint64_t drops = pt_bpf_drops(d->bpf);
+				uint64_t drops;
+
+				pt_bpf_poll(d->bpf, on_bpf_event, d);
+				drops = pt_bpf_drops(d->bpf);
 
 				d->m.events_lost = drops != d->bpf_drops_seen;
 				d->bpf_drops_seen = drops;
