@@ -356,6 +356,11 @@ int main(int argc, char **argv)
 		/* The forked child is reaped here once the mover is gone, so that a can go. */
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
 		if (pipe(fds) == 0) {
+			/*
+			 * The workers' deaths above were wakeups in a: past the 100 ms limit on
+			 * a's wakeup events first, or the move may be rate-limited away.
+			 */
+			usleep(250 * 1000);
 			pt_bpf_poll(b, on_event, NULL);
 			mover = fork();
 			if (mover == 0)
