@@ -692,6 +692,7 @@ static bool quiet(const struct pt_context *ctx)
 void pt_manager_tick(struct pt_manager *m, uint64_t now)
 {
 	m->last_tick_ms = now;
+	m->ticks++;
 	check_fill(m, now);
 	if (!m->last_rescan_ms ||
 	    (now - m->last_rescan_ms >= m->rescan_interval_ms &&
@@ -729,6 +730,7 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		if (slept_until)
 			pt_idle_quiet_until(&ctx->idle, &ctx->policy.idle, slept_until);
 		rc = sample_ctx(m, ctx, now, false);
+		m->samples_taken++;
 
 		if (rc == -ENOENT && cgroup_gone(ctx)) {
 			drop_ctx(m, i, "cgroup vanished");
@@ -752,6 +754,7 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 
 				m->n_usage = n > 0 ? n : 0;
 				usage_read = true;
+				m->usage_reads++;
 			}
 			u = pt_kmod_usage_find(m->usage, m->n_usage, ctx->cgroup_id);
 			ctx->tier_pages = u ? u->pages : 0;

@@ -110,7 +110,10 @@ struct pt_manager {
 	uint64_t walks;			/* walks of the cgroup tree */
 	uint64_t walk_errors;		/* cgroup walks that failed: contexts kept */
 	uint64_t sample_errors;		/* samples that failed for another reason than ENOENT */
+	uint64_t ticks;			/* pt_manager_tick() calls */
+	uint64_t samples_taken;		/* contexts sampled in a tick */
 	uint64_t samples_skipped;	/* quiet contexts not sampled in a tick (sample_pace.h) */
+	uint64_t usage_reads;		/* reads of the tiers' per-cgroup usage table */
 	/*
 	 * The last tick: an event between ticks is dated by it (a quiet context's tasks slept
 	 * until then at least; pt_sample_event).

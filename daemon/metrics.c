@@ -780,7 +780,7 @@ void pt_metrics_render(FILE *out, const struct pt_manager *m, const struct pt_ti
 		   "Chunks offloaded to keep free_watermark (the global victim order).",
 		   m->watermark_offloads);
 	single_u64(out, "pagetier_cgroup_walks_total", "counter",
-		   "Walks of the cgroup tree (on inotify's news of a change, or every 30 s).",
+		   "Walks of the cgroup tree (on inotify's news of a change, or every 5 min).",
 		   m->walks);
 	single_u64(out, "pagetier_cgroup_watch_overflows_total", "counter",
 		   "Overflows of the cgroup tree's inotify queue (a walk follows each).",
@@ -793,7 +793,15 @@ void pt_metrics_render(FILE *out, const struct pt_manager *m, const struct pt_ti
 	single_u64(out, "pagetier_sample_errors_total", "counter",
 		   "Cgroup samples that failed for another reason than the cgroup being gone.",
 		   m->sample_errors);
+	single_u64(out, "pagetier_ticks_total", "counter",
+		   "Policy ticks (one each poll_interval).", m->ticks);
+	single_u64(out, "pagetier_samples_total", "counter",
+		   "Cgroup samples taken in ticks (a context's stat files read).",
+		   m->samples_taken);
 	single_u64(out, "pagetier_samples_skipped_total", "counter",
 		   "Cgroup samples not taken: quiet idle containers whose tasks no event woke.",
 		   m->samples_skipped);
+	single_u64(out, "pagetier_tier_usage_reads_total", "counter",
+		   "Reads of the tiers' per-cgroup usage table (at most one a tick, and only in a tick that samples).",
+		   m->usage_reads);
 }

@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
@@ -57,6 +58,11 @@ MICRO = os.path.join(TOP, "build", "bench", "scale", "micro")
 CG = "/sys/fs/cgroup"
 PARENT = "pt-scale"
 MIB = 1 << 20
+# pagetierd's metrics endpoint (one daemon at a time) and the counters read from it.
+METRICS = "127.0.0.1:9464"
+COUNTERS = ("pagetier_ticks_total", "pagetier_samples_total", "pagetier_samples_skipped_total",
+            "pagetier_tier_usage_reads_total", "pagetier_cgroup_walks_total",
+            "pagetier_container_scans_total", "pagetier_container_bpf_events_total")
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 # --- pure parts (bench/scale/test_scale.py) ----------------------------------------------
@@ -421,7 +427,8 @@ def start_daemon(work, tag, probes, idle_s):
     with open(os.path.join(conf, "pagetierd.conf"), "w") as f:
         # The product's defaults (poll_interval 500 ms, scan_interval 1 s, ...) but the
         # log level, which the bench reads.
-        f.write(f"[daemon]\ncgroup_root = {CG}\nruntime_dir = {runtime}\nlog_level = info\n")
+        f.write(f"[daemon]\ncgroup_root = {CG}\nruntime_dir = {runtime}\nlog_level = info\n"
+                f"metrics_listen = {METRICS}\n")
     with open(os.path.join(conf, "containers.d", "scale.conf"), "w") as f:
         for p in probes:
             f.write(f"[{p}]\nmatch_cgroup = /{PARENT}/{p}\nidle_threshold = {idle_s}s\n\n")
@@ -453,6 +460,38 @@ def start_daemon(work, tag, probes, idle_s):
     if d.poll() is not None or status_list(runtime) is None:
         raise RuntimeError("pagetierd did not start: " + read(logpath)[-2000:])
     return d, runtime, logpath
+
+
+def metrics_sample():
+    """pagetierd's own counters of what its ticks did (the metrics endpoint), or {}: what a
+    window's CPU was spent on."""
+    try:
+        with urllib.request.urlopen(f"http://{METRICS}/metrics", timeout=10) as r:
+            text = r.read().decode()
+    except OSError as e:
+        log(f"metrics: {e}")
+        return {}
+    return parse_metrics(text, COUNTERS)
+
+
+def parse_metrics(text, names):
+    """{name: value} of the metrics @names in Prometheus text, a labelled one's series
+    summed (a per-container counter: over the containers)."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        series, value = line.rsplit(" ", 1)
+        name = series.split("{", 1)[0]
+        if name in names:
+            out[name] = out.get(name, 0.0) + float(value)
+    return out
+
+
+def counters_window(a, b):
+    """What the daemon did in a window: each counter's growth, short names."""
+    return {k.replace("pagetier_", "").replace("_total", ""): int(b[k] - a[k])
+            for k in COUNTERS if k in a and k in b}
 
 
 def proc_sample(pid):
@@ -571,6 +610,7 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin):
         log(pre + f"settled in {secs:.0f} s" + ("" if ok else f" (NOT settled: {why})"))
 
         # Window A: steady state.
+        ma = metrics_sample()
         a = proc_sample(d.pid)
         wakes0 = len(tail.of("wake"))
         end = time.monotonic() + cfg["measure_s"]
@@ -583,6 +623,7 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin):
         b = proc_sample(d.pid)
         tail.poll()
         res["cpu"] = cpu_window(a, b)
+        res["did"] = counters_window(ma, metrics_sample())
         res["rss_kib"] = b["status"].get("VmRSS")
         res["hwm_kib"] = b["status"].get("VmHWM")
         res["rss_anon_kib"] = b["status"].get("RssAnon")
@@ -592,7 +633,7 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin):
             f"(user {res['cpu']['user_s']} s, sys {res['cpu']['sys_s']} s in "
             f"{res['cpu']['window_s']} s; main thread {res['cpu']['main_thread_pct']}%), "
             f"RSS {res['rss_kib'] // 1024} MiB, {res['wakes_in_window']} wakes seen; "
-            f"guest {res['cpu']['guest_busy_pct']}% busy")
+            f"guest {res['cpu']['guest_busy_pct']}% busy; did {res['did']}")
 
         # Window B: the probes.
         a = proc_sample(d.pid)

@@ -33,6 +33,19 @@ class Proc(unittest.TestCase):
         busy, total = G.cpu_busy("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4\n")
         self.assertEqual((busy, total), (150, 1000))
 
+    def test_metrics_parsed_and_labelled_series_summed(self):
+        text = ("# HELP pagetier_ticks_total Policy ticks.\n# TYPE pagetier_ticks_total counter\n"
+                "pagetier_ticks_total 120\n"
+                'pagetier_container_scans_total{container="a",cgroup="/x/a b"} 3\n'
+                'pagetier_container_scans_total{container="b",cgroup="/x/b"} 4\n'
+                "pagetier_ticks_totalx 9\n")
+        m = G.parse_metrics(text, G.COUNTERS)
+        self.assertEqual(m, {"pagetier_ticks_total": 120.0,
+                             "pagetier_container_scans_total": 7.0})
+        later = dict(m, pagetier_ticks_total=360.0)
+        self.assertEqual(G.counters_window(m, later), {"ticks": 240, "container_scans": 0})
+        self.assertEqual(G.counters_window({}, later), {})
+
     def test_cpu_window(self):
         a = {"t": 10.0, "cpu": 100, "utime": 80, "stime": 20, "main": 50, "host": (0, 1000)}
         b = {"t": 20.0, "cpu": 150, "utime": 110, "stime": 40, "main": 60, "host": (500, 3000)}

@@ -522,6 +522,9 @@ static void fill_daemon(struct pt_manager *m, struct pt_metrics_daemon *d)
 	m->walk_errors = 1;
 	m->sample_errors = 2;
 	m->samples_skipped = 5;
+	m->ticks = 7;
+	m->samples_taken = 9;
+	m->usage_reads = 3;
 	/* 4 GiB, 3 GiB - 250 MiB used; alpha offloaded 250 MiB: 250 of the 3072 MiB. */
 	assert_int_equal(pt_meminfo_parse("MemTotal: 4194304 kB\nMemFree: 524288 kB\n"
 					  "MemAvailable: 1304576 kB\n", &d->host), 0);
@@ -564,6 +567,9 @@ static void test_daemon(void **state)
 	has(out, "pagetier_cgroup_walk_errors_total 1");
 	has(out, "pagetier_sample_errors_total 2");
 	has(out, "pagetier_samples_skipped_total 5");
+	has(out, "pagetier_ticks_total 7");
+	has(out, "pagetier_samples_total 9");
+	has(out, "pagetier_tier_usage_reads_total 3");
 	has(out, "pagetier_host_memory_total_bytes 4294967296");
 	has(out, "pagetier_host_memory_used_bytes 2959081472");
 	has(out, "pagetier_host_offloaded_bytes 262144000");
