@@ -84,6 +84,27 @@ def table(results):
     return "\n".join(lines) + "\n"
 
 
+DID = ("ticks", "samples", "samples_skipped", "tier_usage_reads", "cgroup_walks",
+       "container_scans", "container_bpf_events")
+
+
+def did_table(results):
+    """What pagetierd did in each steady window, per minute (its metrics' growth), or ""
+    when no run has them (runs before the counters existed)."""
+    rows = []
+    for x in runs(results):
+        did, secs = x.get("did"), (x.get("cpu") or {}).get("window_s")
+        if not did or not secs:
+            continue
+        per_min = [fmt(round(did[k] * 60.0 / secs, 1)) if k in did else "-" for k in DID]
+        rows.append(f"| {x['scanner']} | {x['n']} | {x['share_pct']}% | "
+                    + " | ".join(per_min) + " |")
+    if not rows:
+        return ""
+    return ("| scanner | N | active | " + " | ".join(f"{k} /min" for k in DID) + " |\n|"
+            + "---|" * (3 + len(DID)) + "\n" + "\n".join(rows) + "\n")
+
+
 def rss_slopes(rs):
     """KiB of RSS per added container between successive N (idle runs of one scanner)."""
     pts = sorted((x["n"], x["rss_kib"]) for x in rs if x.get("rss_kib") is not None)
@@ -162,6 +183,9 @@ def main():
             print(f"scale: {p}", file=sys.stderr)
         sys.exit(1 if probs else 0)
     print(table(res))
+    did = did_table(res)
+    if did:
+        print(did)
     print("| target | verdict | detail |\n|---|---|---|")
     for t, v, d in targets(res):
         print(f"| {t} | {v} | {d} |")

@@ -184,6 +184,16 @@ class Report(unittest.TestCase):
             # RSS per added container: 50 KiB from 10 to 100, 50.6 from 100 to 1000: linear.
             self.assertEqual(v["kmod: memory at most linear (RSS per added container)"][0], "PASS")
             self.assertEqual(R.check(res), [])
+            self.assertEqual(R.did_table(res), "")	# runs without the counters
+
+    def test_did_table_per_minute(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = result("kmod", 1000, 0, 1.0, 70000)
+            r["cpu"]["window_s"] = 120.0
+            r["did"] = {"ticks": 240, "samples": 2000, "cgroup_walks": 1}
+            self.write(d, "kmod", 1000, [r])
+            t = R.did_table(R.load(d))
+            self.assertIn("| kmod | 1000 | 0% | 120.0 | 1000.0 | - | - | 0.5 | - | - |", t)
 
     def test_superlinear_memory_and_failed_runs(self):
         with tempfile.TemporaryDirectory() as d:
