@@ -42,6 +42,8 @@ FAILREQ = os.path.join(DBG, "fail_make_request")
 BACKING = "/dev/nvme0n1"
 # Injected failures are counted down from this (the attribute's "times").
 TIMES = 1000000
+# How often a wake still running says how far it got.
+PROGRESS_S = 60
 
 
 def put(path, value):
@@ -110,6 +112,35 @@ def failreq_off(dev):
     return TIMES - int(get(os.path.join(FAILREQ, "times")))
 
 
+def progress(name, pid, elapsed, stacks):
+    """A diagnostic line on a wake still running: what is still swapped, the swap-in
+    count, the tier's counters and where the process waits."""
+    def read(path):
+        try:
+            return get(path)
+        except OSError as e:
+            return f"({e.strerror})"
+    vm = dict(l.split() for l in read("/proc/vmstat").splitlines() if l.startswith("psw"))
+    tiers = " | ".join(f"{n}: {read(f'/sys/block/{n}/tier_stat')}"
+                       for n in sorted(os.listdir("/sys/block")) if n.startswith("pagetier"))
+    print(f"# {name}: wake running for {elapsed:.0f} s: swap.current "
+          f"{e2elib.cg_u64(name, 'memory.swap.current', PARENT) // MIB} MiB, current "
+          f"{e2elib.cg_u64(name, 'memory.current', PARENT) // MIB} MiB, {vm}; "
+          f"wchan {read(f'/proc/{pid}/wchan')}; tier_stat {tiers}\n#   stack: "
+          + read(f"/proc/{pid}/stack").replace("\n", "\n#   "), flush=True)
+    if stacks:
+        # The blocked tasks' stacks come at KERN_INFO, below the console's loglevel: read
+        # back from the kernel log.
+        try:
+            put("/proc/sysrq-trigger", "w")
+            time.sleep(1)
+            log = run(["dmesg"]).stdout
+            print("# blocked tasks (sysrq-w):\n#   " + "\n#   ".join(
+                log[log.rfind("Show Blocked State"):].splitlines()[:200]), flush=True)
+        except OSError as e:
+            print(f"# sysrq-w: {e}", flush=True)
+
+
 def stat(name, key):
     return e2elib.cg_key(name, "memory.stat", key, PARENT)
 
@@ -121,6 +152,12 @@ class Work:
         self.name = name
         self.ready = os.path.join(work, f"{name}.ready")
         self.report = os.path.join(work, f"{name}.report")
+        # Each phase's pusher has the same name: the last one's files must not count for
+        # this one (ptwork without --cycles rewrites its report, so a stale line would
+        # hide its own forever).
+        for f in (self.ready, self.report):
+            if os.path.exists(f):
+                os.remove(f)
         self.proc = e2elib.start_in_cgroup(PARENT, name, f"{args} --ready {self.ready} "
                                            f"--report {self.report}")
 
@@ -139,8 +176,20 @@ class Work:
         appended: ptwork --cycles appends one per wake), or None."""
         seen = len(self.lines())
         self.proc.send_signal(signal.SIGUSR1)
-        if not wait_for(lambda: len(self.lines()) > seen, timeout, step=0.2):
-            return None
+        start = time.monotonic()
+        end = start + timeout * e2elib.TIME_SCALE
+        next_look, stacks = start + PROGRESS_S, False
+        while len(self.lines()) <= seen:
+            now = time.monotonic()
+            if now >= end:
+                return None
+            if now >= next_look:
+                # A slow wake under injected faults: is it progressing, and where does it
+                # wait? The blocked tasks' stacks once (sysrq-w, on the console).
+                progress(self.name, self.proc.pid, now - start, not stacks)
+                stacks = True
+                next_look = now + PROGRESS_S
+            time.sleep(0.2)
         return json.loads(self.lines()[-1])
 
     def stop(self):
