@@ -141,6 +141,7 @@ static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
 	m->due_ms[m->n_ctxs] = 0;
 	ctx = &m->ctxs[m->n_ctxs++];
 	pt_context_init(ctx, p, m->cfg.cgroup_root, relpath, id, pt_now_ms(), m->cfg.chunk_shift);
+	pt_sample_spread(&ctx->pace, id);
 	pt_ctx_index_added(&m->index, m->ctxs, m->n_ctxs);
 	ctx->scan_interval_ms = m->cfg.scan_interval_ms;
 	/* The fallback scanner cannot place reads within a mapping: no memory verdicts. */

@@ -16,7 +16,15 @@ uint64_t pt_sample_taken(struct pt_sample_pace *p, bool quiet, bool events_cover
 	p->skipping = events_cover && p->quiet_since_ms &&
 		      now_ms >= p->quiet_since_ms + PT_PACE_QUIET_GRACE_MS &&
 		      now_ms >= p->follow_until_ms;
-	return p->skipping ? now_ms + PT_PACE_QUIET_MAX_MS : 0;
+	return p->skipping ? now_ms + PT_PACE_QUIET_MAX_MS - p->spread_ms : 0;
+}
+
+void pt_sample_spread(struct pt_sample_pace *p, uint64_t key)
+{
+	/* Fibonacci hashing: cgroup ids are inode numbers, often consecutive. */
+	uint64_t h = (key * 0x9E3779B97F4A7C15ULL) >> 32;
+
+	p->spread_ms = h % (PT_PACE_QUIET_MAX_MS / 2);
 }
 
 void pt_sample_event(struct pt_sample_pace *p, uint64_t signals, uint64_t now_ms)

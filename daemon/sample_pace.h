@@ -22,6 +22,12 @@
  * becomes quiet it is still sampled each poll: its settle and offload have just been
  * applied, and status (what an operator or a test reads) stays fresh while they land.
  * Without the wakeup program every context is sampled each poll, as before.
+ *
+ * The safety sample's period is each context's own, between PT_PACE_QUIET_MAX_MS / 2 and
+ * PT_PACE_QUIET_MAX_MS (pt_sample_spread, from its cgroup's id): containers that went quiet
+ * together (a host's boot, a thousand created at once) would otherwise all come due in the
+ * same poll every five minutes, a thousand samples in one tick, which delays every wake
+ * that tick should have seen and makes the daemon's cost a sawtooth.
  */
 #ifndef PAGETIER_SAMPLE_PACE_H
 #define PAGETIER_SAMPLE_PACE_H
@@ -39,8 +45,12 @@ struct pt_sample_pace {
 	uint64_t signals;		/* the context's event count at the last sample */
 	uint64_t follow_until_ms;	/* sampled each poll until then: an event came */
 	uint64_t first_event_ms;	/* the first event since the last sample (0: none) */
+	uint64_t spread_ms;		/* taken off the safety sample's period (< MAX / 2) */
 	bool skipping;			/* the polls after the last sample pass it by */
 };
+
+/* Gives the context of cgroup @key its own safety period (the same for the same key). */
+void pt_sample_spread(struct pt_sample_pace *p, uint64_t key);
 
 /*
  * A sample was taken and acted on at @now_ms; @quiet: the context is idle with nothing in

@@ -69,6 +69,57 @@ static void test_quiet_after_its_grace_slows_down(void **state)
 }
 
 /*
+ * A thousand contexts of consecutive cgroup ids that went quiet in the same poll: their
+ * safety samples come at most PT_PACE_QUIET_MAX_MS apart each, but spread over the polls,
+ * not a thousand in one (without the spread, every one of them came due together).
+ */
+static void test_safety_samples_of_contexts_quiet_together_spread(void **state)
+{
+	enum { N = 1000, POLL = 500 };
+	static struct sim s[N];
+	unsigned int most = 0, polls = 0;
+	uint64_t start = 100000, t;
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		s[i] = (struct sim){ .cover = true, .quiet = true };
+		pt_sample_spread(&s[i].p, 4000 + i);
+		assert_true(s[i].p.spread_ms < PT_PACE_QUIET_MAX_MS / 2);
+	}
+	for (t = start; t < start + PT_PACE_QUIET_GRACE_MS; t += POLL)
+		for (int i = 0; i < N; i++)
+			poll_at(&s[i], t);
+	for (uint64_t end = t + 3 * PT_PACE_QUIET_MAX_MS; t < end; t += POLL) {
+		unsigned int n = 0;
+
+		for (int i = 0; i < N; i++) {
+			uint64_t last = s[i].p.last_ms;
+
+			if (!poll_at(&s[i], t))
+				continue;
+			/* The grace's last poll is the first that passes it by. */
+			if (last >= start + PT_PACE_QUIET_GRACE_MS) {
+				n++;
+				assert_true(t - last <= PT_PACE_QUIET_MAX_MS);
+				assert_true(t - last >= PT_PACE_QUIET_MAX_MS / 2);
+			}
+		}
+		most = n > most ? n : most;
+		polls++;
+	}
+	/* On average N / (0.75 MAX / POLL) = 2.2 a poll; a handful at most in any one. */
+	assert_true(most <= 12);
+	/* The same id, the same period. */
+	{
+		struct pt_sample_pace a = { 0 }, b = { 0 };
+
+		pt_sample_spread(&a, 4242);
+		pt_sample_spread(&b, 4242);
+		assert_int_equal(a.spread_ms, b.spread_ms);
+	}
+}
+
+/*
  * The first event while the polls pass a context by dates the end of its quiet: the tasks
  * slept until then. Not while it is sampled each poll, nor after a sample, nor from a
  * later event.
@@ -127,6 +178,7 @@ int main(void)
 		cmocka_unit_test(test_not_quiet_every_poll),
 		cmocka_unit_test(test_quiet_after_its_grace_slows_down),
 		cmocka_unit_test(test_an_event_samples_at_once),
+		cmocka_unit_test(test_safety_samples_of_contexts_quiet_together_spread),
 		cmocka_unit_test(test_quiet_until_the_first_event),
 	};
 
