@@ -703,21 +703,19 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		pt_manager_rescan(m);
 	}
 	keep_watermark(m, now);
-	/* Rings have no per-record doorbell: the caller drains them every tick as well. */
-	free(m->usage);
-	m->usage = NULL;
-	m->n_usage = 0;
 	/*
-	 * The tiers' per-cgroup table is read once per tick, and only when a context is sampled:
-	 * a tick where every context is quiet costs no system call (a thousand sleeping
-	 * containers are a table of a thousand rows to copy and sort, twice a second).
+	 * The tiers' per-cgroup table is read at most once per tick, only when a context is
+	 * sampled, and a quiet one's safety sample uses the last read if it is recent
+	 * (pt_sample_usage_ok): a tick where every context is quiet costs no system call, and
+	 * a thousand sleeping containers' safety samples no table of a thousand rows each.
 	 */
-	bool usage_read = false, covered = m->bpf_wakeups && !m->events_lost;
+	bool covered = m->bpf_wakeups && !m->events_lost, usage_tried = false;
 
 	for (size_t i = m->n_ctxs; i-- > 0;) {
 		struct pt_context *ctx;
 		const struct pt_kmod_usage *u;
 		uint64_t slept_until;
+		bool safety;
 		int rc;
 
 		/* Read without touching the context: 1,000 quiet ones are one array's walk. */
@@ -726,6 +724,8 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 			continue;
 		}
 		ctx = &m->ctxs[i];
+		/* Due by time, not by an event: a safety sample. */
+		safety = covered && m->due_ms[i];
 		/* Woken by an event after skipped polls: its tasks slept until the event. */
 		slept_until = covered ? pt_sample_quiet_until(&ctx->pace) : 0;
 		if (slept_until)
@@ -750,11 +750,16 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 			continue;
 		}
 		if (m->kmod_fd >= 0) {
-			if (!usage_read) {
-				int n = pt_kmod_usage_snapshot(m->kmod_fd, &m->usage);
+			if (!usage_tried && !pt_sample_usage_ok(m->usage_ms, now, safety)) {
+				int n;
 
+				free(m->usage);
+				m->usage = NULL;
+				n = pt_kmod_usage_snapshot(m->kmod_fd, &m->usage);
 				m->n_usage = n > 0 ? n : 0;
-				usage_read = true;
+				/* A failed read is tried again next tick, not at each context. */
+				m->usage_ms = n >= 0 ? (now ? now : 1) : 0;
+				usage_tried = true;
 				m->usage_reads++;
 			}
 			u = pt_kmod_usage_find(m->usage, m->n_usage, ctx->cgroup_id);

@@ -73,8 +73,9 @@ struct pt_manager {
 	void *track_arg;
 
 	/* This tick's snapshot of the tiers' per-cgroup counters. */
-	struct pt_kmod_usage *usage;
+	struct pt_kmod_usage *usage;	/* the tiers' per-cgroup table, read at usage_ms */
 	int n_usage;
+	uint64_t usage_ms;		/* 0: not read yet */
 
 	/* Counters. */
 	uint64_t bpf_unmatched;		/* events of cgroups with no context: must stay 0 */

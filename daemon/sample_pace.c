@@ -37,3 +37,12 @@ uint64_t pt_sample_quiet_until(const struct pt_sample_pace *p)
 {
 	return p->skipping ? p->first_event_ms : 0;
 }
+
+bool pt_sample_usage_ok(uint64_t read_ms, uint64_t now_ms, bool safety)
+{
+	if (!read_ms)
+		return false;
+	if (!safety)
+		return read_ms == now_ms;
+	return now_ms - read_ms < PT_PACE_USAGE_MAX_AGE_MS;
+}

@@ -38,6 +38,13 @@
 #define PT_PACE_QUIET_GRACE_MS	10000
 #define PT_PACE_QUIET_MAX_MS	300000
 #define PT_PACE_FOLLOW_MS	3000
+/*
+ * A safety sample of a quiet context may use the tiers' per-cgroup usage read up to this
+ * long before (pt_sample_usage_ok): reading that table costs the same at any N (every
+ * cgroup's row), and with safety samples spread over the polls a fresh read for each
+ * would be one a second at a thousand containers.
+ */
+#define PT_PACE_USAGE_MAX_AGE_MS 60000
 
 struct pt_sample_pace {
 	uint64_t last_ms;		/* the last sample */
@@ -74,5 +81,13 @@ void pt_sample_event(struct pt_sample_pace *p, uint64_t signals, uint64_t now_ms
  * when nothing is known (it was sampled each poll, or no event came).
  */
 uint64_t pt_sample_quiet_until(const struct pt_sample_pace *p);
+/*
+ * Whether a sample at @now_ms can use the tiers' usage table read at @read_ms (0: never
+ * read): one an event or the poll asked for needs this poll's; a quiet context's safety
+ * sample (@safety: it came due by time, no event since its last sample) accepts one up to
+ * PT_PACE_USAGE_MAX_AGE_MS old, as nothing of it went to or came from a tier without an
+ * event (a swap-in, a demand read) or an action of pagetierd (which is not quiet).
+ */
+bool pt_sample_usage_ok(uint64_t read_ms, uint64_t now_ms, bool safety);
 
 #endif

@@ -119,6 +119,19 @@ static void test_safety_samples_of_contexts_quiet_together_spread(void **state)
 	}
 }
 
+/* The tiers' usage table: this poll's for a sample asked for, a recent one for safety. */
+static void test_usage_table_age(void **state)
+{
+	(void)state;
+	assert_false(pt_sample_usage_ok(0, 5000, true));	/* never read */
+	assert_false(pt_sample_usage_ok(0, 5000, false));
+	assert_true(pt_sample_usage_ok(5000, 5000, false));	/* this poll's */
+	assert_false(pt_sample_usage_ok(4500, 5000, false));	/* the last poll's */
+	assert_true(pt_sample_usage_ok(4500, 5000, true));
+	assert_true(pt_sample_usage_ok(5000, 5000 + PT_PACE_USAGE_MAX_AGE_MS - 1, true));
+	assert_false(pt_sample_usage_ok(5000, 5000 + PT_PACE_USAGE_MAX_AGE_MS, true));
+}
+
 /*
  * The first event while the polls pass a context by dates the end of its quiet: the tasks
  * slept until then. Not while it is sampled each poll, nor after a sample, nor from a
@@ -179,6 +192,7 @@ int main(void)
 		cmocka_unit_test(test_quiet_after_its_grace_slows_down),
 		cmocka_unit_test(test_an_event_samples_at_once),
 		cmocka_unit_test(test_safety_samples_of_contexts_quiet_together_spread),
+		cmocka_unit_test(test_usage_table_age),
 		cmocka_unit_test(test_quiet_until_the_first_event),
 	};
 
