@@ -545,6 +545,36 @@ static int sample_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now
 	return 0;
 }
 
+/*
+ * A quiet context's safety sample: cpu.stat and memory.current only (kept open), and
+ * memory.stat (opened, and on 6.12 a flush of the memcg's statistics) only when one of them
+ * moved. A quiet container's composition changes only with its size; a thousand of them
+ * each read it every few minutes to learn nothing.
+ */
+static int sample_quiet(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
+{
+	struct pt_cgroup_sample smp = ctx->sample;
+	int rc;
+
+	if (!ctx->last_full_sample_ms)
+		return sample_ctx(m, ctx, now, true);
+	rc = pt_cgroup_sample_files(ctx->dir, &ctx->files, &smp, false);
+	if (rc)
+		return rc;
+	if (smp.cpu_usage_usec == ctx->sample.cpu_usage_usec &&
+	    smp.memory_current == ctx->sample.memory_current) {
+		/*
+		 * Nor is an idle one's trim due (tick_ctx would read memory.stat for it): swap
+		 * cache its faults read ahead is charged to it, and its size did not move.
+		 */
+		if (ctx->idle.state == PT_STATE_IDLE)
+			pt_context_trim_looked(ctx, now, false);
+		m->samples_light++;
+		return 0;
+	}
+	return sample_ctx(m, ctx, now, true);
+}
+
 /* The idle machine's verdict on this tick's CPU sample, trims the daemon asked for aside. */
 static enum pt_idle_event judge(struct pt_manager *m, struct pt_context *ctx, uint64_t now,
 				bool *waiting)
@@ -730,7 +760,7 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		slept_until = covered ? pt_sample_quiet_until(&ctx->pace) : 0;
 		if (slept_until)
 			pt_idle_quiet_until(&ctx->idle, &ctx->policy.idle, slept_until);
-		rc = sample_ctx(m, ctx, now, false);
+		rc = safety ? sample_quiet(m, ctx, now) : sample_ctx(m, ctx, now, false);
 		m->samples_taken++;
 
 		if (rc == -ENOENT && cgroup_gone(ctx)) {

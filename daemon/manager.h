@@ -114,6 +114,7 @@ struct pt_manager {
 	uint64_t ticks;			/* pt_manager_tick() calls */
 	uint64_t samples_taken;		/* contexts sampled in a tick */
 	uint64_t samples_skipped;	/* quiet contexts not sampled in a tick (sample_pace.h) */
+	uint64_t samples_light;		/* safety samples that found nothing moved */
 	uint64_t usage_reads;		/* reads of the tiers' per-cgroup usage table */
 	/*
 	 * The last tick: an event between ticks is dated by it (a quiet context's tasks slept

@@ -801,6 +801,9 @@ void pt_metrics_render(FILE *out, const struct pt_manager *m, const struct pt_ti
 	single_u64(out, "pagetier_samples_skipped_total", "counter",
 		   "Cgroup samples not taken: quiet idle containers whose tasks no event woke.",
 		   m->samples_skipped);
+	single_u64(out, "pagetier_samples_light_total", "counter",
+		   "Safety samples of quiet containers that found CPU and memory unmoved (memory.stat not read).",
+		   m->samples_light);
 	single_u64(out, "pagetier_tier_usage_reads_total", "counter",
 		   "Reads of the tiers' per-cgroup usage table (at most one a tick, and only in a tick that samples).",
 		   m->usage_reads);

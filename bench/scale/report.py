@@ -84,7 +84,7 @@ def table(results):
     return "\n".join(lines) + "\n"
 
 
-DID = ("ticks", "samples", "samples_skipped", "tier_usage_reads", "cgroup_walks",
+DID = ("ticks", "samples", "samples_skipped", "samples_light", "tier_usage_reads", "cgroup_walks",
        "container_scans", "container_bpf_events")
 
 

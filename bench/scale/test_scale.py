@@ -193,7 +193,7 @@ class Report(unittest.TestCase):
             r["did"] = {"ticks": 240, "samples": 2000, "cgroup_walks": 1}
             self.write(d, "kmod", 1000, [r])
             t = R.did_table(R.load(d))
-            self.assertIn("| kmod | 1000 | 0% | 120.0 | 1000.0 | - | - | 0.5 | - | - |", t)
+            self.assertIn("| kmod | 1000 | 0% | 120.0 | 1000.0 | - | - | - | 0.5 | - | - |", t)
 
     def test_superlinear_memory_and_failed_runs(self):
         with tempfile.TemporaryDirectory() as d:

@@ -500,6 +500,42 @@ static void test_quiet_contexts_follow_events(void **state)
 	assert_int_equal(f->m.samples_skipped - skipped, 0);
 }
 
+/*
+ * A quiet context's safety sample reads memory.stat only when its CPU or size moved: its
+ * composition is kept otherwise (memory.stat changed here behind an unmoved size, which a
+ * real cgroup's does not), and read again once memory.current moves.
+ */
+static void test_a_safety_sample_reads_memory_stat_only_when_something_moved(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms(), light;
+
+	f->m.bpf_wakeups = true;
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	for (uint64_t end = t + PT_PACE_QUIET_GRACE_MS + 1000; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_int_equal(web->sample.anon, 268435456);
+	fx_write(f->root, "ct/web/memory.stat", "anon 4096\nfile 0\nswapcached 0\n");
+	light = f->m.samples_light;
+	for (uint64_t end = t + PT_PACE_QUIET_MAX_MS + 200; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	web = ctx_named(&f->m, "web");
+	assert_true(f->m.samples_light - light >= 1);
+	assert_int_equal(web->sample.anon, 268435456);	/* not read: nothing moved */
+	fx_write(f->root, "ct/web/memory.current", "4096\n");
+	for (uint64_t end = t + PT_PACE_QUIET_MAX_MS + 200; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->sample.memory_current, 4096);
+	assert_int_equal(web->sample.anon, 4096);	/* its size moved: read */
+}
+
 /* A task woken once that then runs on (no further wakeup): the polls after it see its CPU. */
 static void test_a_woken_task_is_followed(void **state)
 {
@@ -1141,6 +1177,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cold_offload_paced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_waits_for_memory_need, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quiet_contexts_follow_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_safety_sample_reads_memory_stat_only_when_something_moved,
+						setup, teardown),
 		cmocka_unit_test(test_trim_waits_while_the_prefetch_is_read),
 		cmocka_unit_test_setup_teardown(test_a_quiet_containers_burst_is_seen, setup,
 						teardown),

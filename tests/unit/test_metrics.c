@@ -525,6 +525,7 @@ static void fill_daemon(struct pt_manager *m, struct pt_metrics_daemon *d)
 	m->ticks = 7;
 	m->samples_taken = 9;
 	m->usage_reads = 3;
+	m->samples_light = 4;
 	/* 4 GiB, 3 GiB - 250 MiB used; alpha offloaded 250 MiB: 250 of the 3072 MiB. */
 	assert_int_equal(pt_meminfo_parse("MemTotal: 4194304 kB\nMemFree: 524288 kB\n"
 					  "MemAvailable: 1304576 kB\n", &d->host), 0);
@@ -570,6 +571,7 @@ static void test_daemon(void **state)
 	has(out, "pagetier_ticks_total 7");
 	has(out, "pagetier_samples_total 9");
 	has(out, "pagetier_tier_usage_reads_total 3");
+	has(out, "pagetier_samples_light_total 4");
 	has(out, "pagetier_host_memory_total_bytes 4294967296");
 	has(out, "pagetier_host_memory_used_bytes 2959081472");
 	has(out, "pagetier_host_offloaded_bytes 262144000");
