@@ -72,8 +72,8 @@ struct pt_manager {
 	void (*wake_events)(void *arg, uint64_t cgroup_id, bool on);
 	void *track_arg;
 
-	/* This tick's snapshot of the tiers' per-cgroup counters. */
-	struct pt_kmod_usage *usage;	/* the tiers' per-cgroup table, read at usage_ms */
+	/* The tiers' per-cgroup counters as last read (pt_manager_tick, pt_sample_usage_ok). */
+	struct pt_kmod_usage *usage;	/* read at usage_ms */
 	int n_usage;
 	uint64_t usage_ms;		/* 0: not read yet */
 

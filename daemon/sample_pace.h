@@ -40,9 +40,9 @@
 #define PT_PACE_FOLLOW_MS	3000
 /*
  * A safety sample of a quiet context may use the tiers' per-cgroup usage read up to this
- * long before (pt_sample_usage_ok): reading that table costs the same at any N (every
- * cgroup's row), and with safety samples spread over the polls a fresh read for each
- * would be one a second at a thousand containers.
+ * long before (pt_sample_usage_ok): a read copies and sorts every cgroup's row whichever
+ * context asked, and with the safety samples spread over the polls a fresh read for each
+ * would be one every other poll at a thousand containers.
  */
 #define PT_PACE_USAGE_MAX_AGE_MS 60000
 
