@@ -295,6 +295,11 @@ def setup_drives(config, tap, work):
     return swap, root, swap
 
 
+def free_watermark_mib():
+    """pagetierd's free_watermark here: the guest's RAM / FREE_WATERMARK_DIV (default 8)."""
+    return meminfo()['MemTotal'] // env_int("FREE_WATERMARK_DIV", 8) // MIB
+
+
 def start_pagetierd(work, scale):
     conf = os.path.join(work, "etc")
     os.makedirs(os.path.join(conf, "containers.d"))
@@ -308,7 +313,7 @@ def start_pagetierd(work, scale):
         # the default (1 drive write per day) would bind at about N = 18 on what a real
         # drive would not notice. The budget is a test of its own (tests/e2e/wear_budget.py).
         f.write(f"[daemon]\nruntime_dir = {conf}/run\n"
-                f"free_watermark = {meminfo()['MemTotal'] // 8 // MIB}M\nwrite_budget = off\n")
+                f"free_watermark = {free_watermark_mib()}M\nwrite_budget = off\n")
     with open(os.path.join(conf, "containers.d", "density.conf"), "w") as f:
         for c in CRIT:
             f.write(f"[{c}]\nmatch_cgroup = /{PARENT}/{c}\nclass = critical\n\n")
@@ -432,7 +437,8 @@ def main():
                "lru_gen": lru_gen, "ram_MiB": meminfo()["MemTotal"] // MIB, "rate": rate,
                "measure_s": measure_s, "settle_s": settle_s, "time_scale": scale,
                "crit_MiB": crit_mb, "noise_MiB": noise_mb, "noise_sizes": sizes,
-               "damon_reclaim": damon_params, "steps": []}
+               "damon_reclaim": damon_params, "steps": [],
+               "free_watermark_MiB": free_watermark_mib() if config == "pagetier" else None}
     sectors0 = sectors_written(backing)
     step_times = []
 
