@@ -273,7 +273,8 @@ int pt_cgroup_write(const char *dir, const char *file, const char *value)
 	int fd, rc = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
+	/* O_TRUNC: cgroupfs ignores it; a test's regular file then holds just @value. */
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	n = write(fd, value, strlen(value));

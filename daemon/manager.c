@@ -49,6 +49,8 @@ void pt_manager_free(struct pt_manager *m)
 {
 	for (size_t i = 0; i < m->n_ctxs; i++)
 		pt_context_release(&m->ctxs[i]);
+	/* After the containers' own memory.low: the protection along their paths last. */
+	pt_protect_path_release(&m->protect_path, m->cfg.cgroup_root);
 	free(m->ctxs);
 	free(m->due_ms);
 	pt_ctx_index_free(&m->index);
@@ -713,6 +715,26 @@ static void check_fill(struct pt_manager *m, uint64_t now)
 	m->fill_level = level;
 }
 
+/*
+ * The critical containers and their ancestors hold memory.min and memory.low that cover
+ * them (protect_path.h), once per scan interval, from each one's last memory.current.
+ */
+static void keep_protection(struct pt_manager *m, uint64_t now)
+{
+	if (m->last_protect_ms && now - m->last_protect_ms < m->cfg.scan_interval_ms)
+		return;
+	m->last_protect_ms = now ? now : 1;
+	pt_protect_path_begin(&m->protect_path);
+	for (size_t i = 0; i < m->n_ctxs; i++) {
+		const struct pt_context *ctx = &m->ctxs[i];
+
+		if (ctx->memory_low_set &&
+		    pt_protect_path_add(&m->protect_path, ctx->relpath, ctx->sample.memory_current))
+			pt_warn("out of memory: %s's protection is not kept", ctx->policy.name);
+	}
+	pt_protect_path_apply(&m->protect_path, m->cfg.cgroup_root);
+}
+
 /* Idle with nothing in flight or pending: only its own tasks can change that. */
 static bool quiet(const struct pt_context *ctx)
 {
@@ -725,6 +747,7 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 	m->last_tick_ms = now;
 	m->ticks++;
 	check_fill(m, now);
+	keep_protection(m, now);
 	if (!m->last_rescan_ms ||
 	    (now - m->last_rescan_ms >= m->rescan_interval_ms &&
 	     (pt_cgroup_watch_walk_due(&m->watch) ||

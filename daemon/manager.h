@@ -28,6 +28,7 @@
 #include "context.h"
 #include "ctx_index.h"
 #include "tier_fill.h"
+#include "protect_path.h"
 #include "kmod_client.h"
 #include "preload_server.h"
 #include "scanner.h"
@@ -89,6 +90,9 @@ struct pt_manager {
 	enum pt_fill_level fill_level;
 	uint64_t last_fill_ms;
 	uint64_t fill_deferred;		/* offloads held back because the tiers were full */
+	/* memory protection along the critical containers' paths (protect_path.h) */
+	struct pt_protect_path protect_path;
+	uint64_t last_protect_ms;
 	/* MemAvailable (meminfo_path) at mem_available_ms; UINT64_MAX: unknown. */
 	uint64_t mem_available;
 	uint64_t mem_available_ms;

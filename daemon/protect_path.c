@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The kernel's memory protection along a critical container's path (protect_path.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgroup.h"
+#include "grow.h"
+#include "log.h"
+#include "protect_path.h"
+
+static const char *const file_names[PT_PROTECT_FILES] = { "memory.low", "memory.min" };
+
+int pt_protect_parse(const char *s, uint64_t *bytes)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!strncmp(s, "max", 3) && (s[3] == '\0' || s[3] == '\n')) {
+		*bytes = UINT64_MAX;
+		return 0;
+	}
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || (*end != '\0' && *end != '\n'))
+		return -EINVAL;
+	*bytes = v;
+	return 0;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t to)
+{
+	return v > UINT64_MAX - to ? UINT64_MAX / to * to : (v + to - 1) / to * to;
+}
+
+uint64_t pt_protect_target(uint64_t need, uint64_t written)
+{
+	uint64_t spare;
+
+	if (!need)
+		return 0;
+	if (written >= need + need / 16 && written / 2 <= need + PT_PROTECT_GRANULE / 2)
+		return written;
+	spare = need / 8 > PT_PROTECT_GRANULE ? need / 8 : PT_PROTECT_GRANULE;
+	return round_up(need > UINT64_MAX - spare ? UINT64_MAX - PT_PROTECT_GRANULE : need + spare,
+			PT_PROTECT_GRANULE);
+}
+
+void pt_protect_path_begin(struct pt_protect_path *pp)
+{
+	for (size_t i = 0; i < pp->n; i++)
+		pp->c[i].need = 0;
+}
+
+static struct pt_protect_cgroup *get(struct pt_protect_path *pp, const char *relpath,
+				     size_t len, bool critical)
+{
+	struct pt_protect_cgroup *c;
+
+	for (size_t i = 0; i < pp->n; i++)
+		if (strlen(pp->c[i].relpath) == len && !memcmp(pp->c[i].relpath, relpath, len))
+			return &pp->c[i];
+	if (pt_grow((void **)&pp->c, &pp->cap, pp->n + 1, sizeof(*pp->c)))
+		return NULL;
+	c = &pp->c[pp->n];
+	memset(c, 0, sizeof(*c));
+	c->relpath = strndup(relpath, len);
+	if (!c->relpath)
+		return NULL;
+	c->critical = critical;
+	pp->n++;
+	return c;
+}
+
+int pt_protect_path_add(struct pt_protect_path *pp, const char *relpath, uint64_t bytes)
+{
+	const char *s = strchr(relpath + 1, '/');
+
+	/* Each ancestor ("/a", "/a/b" of "/a/b/c"), then the critical container itself. */
+	for (;; s = strchr(s + 1, '/')) {
+		size_t len = s ? (size_t)(s - relpath) : strlen(relpath);
+		struct pt_protect_cgroup *c = get(pp, relpath, len, !s);
+
+		if (!c)
+			return -ENOMEM;
+		c->need = c->need > UINT64_MAX - bytes ? UINT64_MAX : c->need + bytes;
+		if (!s)
+			return 0;
+	}
+}
+
+/* The files pagetierd writes on @c: a critical container keeps its own memory.low=max. */
+static bool writes_file(const struct pt_protect_cgroup *c, int f)
+{
+	return f == PT_PROTECT_MIN || !c->critical;
+}
+
+/* Reads and keeps the operator's values of @c the first time; false if it cannot. */
+static bool save(struct pt_protect_cgroup *c, const char *dir)
+{
+	for (int f = 0; f < PT_PROTECT_FILES; f++) {
+		char path[PATH_MAX];
+		ssize_t n;
+
+		if (!writes_file(c, f) || c->saved[f][0])
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, file_names[f]);
+		n = pt_read_file(path, c->saved[f], sizeof(c->saved[f]));
+		if (n <= 0 || pt_protect_parse(c->saved[f], &c->saved_bytes[f])) {
+			c->saved[f][0] = '\0';
+			if (!c->failed)
+				pt_warn("cgroup %s: cannot read %s (%s): the critical containers in it are protected only as far as it allows",
+					c->relpath, file_names[f],
+					n < 0 ? strerror((int)-n) : "unreadable");
+			c->failed = true;
+			return false;
+		}
+		c->saved[f][strcspn(c->saved[f], "\n")] = '\0';
+	}
+	return true;
+}
+
+/* Puts @c's saved value of file @f back if pagetierd changed it; 1 if it wrote. */
+static unsigned int restore(struct pt_protect_cgroup *c, const char *root, int f)
+{
+	char dir[PATH_MAX];
+	int rc;
+
+	if (!c->written[f])
+		return 0;
+	snprintf(dir, sizeof(dir), "%s%s", root, c->relpath);
+	rc = pt_cgroup_write(dir, file_names[f], c->saved[f]);
+	/* Gone with its cgroup is fine: nothing left to put back. */
+	if (rc && rc != -ENOENT)
+		pt_warn("cgroup %s: cannot put %s back to %s: %s", c->relpath, file_names[f],
+			c->saved[f], strerror(-rc));
+	c->written[f] = 0;
+	return rc ? 0 : 1;
+}
+
+static unsigned int restore_all(struct pt_protect_cgroup *c, const char *root)
+{
+	unsigned int n = 0;
+
+	for (int f = 0; f < PT_PROTECT_FILES; f++)
+		n += restore(c, root, f);
+	if (n)
+		pt_info("cgroup %s: memory protection put back (no critical container in it)",
+			c->relpath);
+	return n;
+}
+
+static void drop(struct pt_protect_path *pp, size_t i)
+{
+	free(pp->c[i].relpath);
+	pp->c[i] = pp->c[--pp->n];
+}
+
+/* Writes file @f of @c for its need; 1 if it wrote. */
+static unsigned int apply_file(struct pt_protect_cgroup *c, const char *dir, int f)
+{
+	uint64_t target = pt_protect_target(c->need, c->written[f]);
+	char val[32];
+	int rc;
+
+	if (target == c->written[f])
+		return 0;
+	snprintf(val, sizeof(val), "%" PRIu64, target);
+	rc = pt_cgroup_write(dir, file_names[f], val);
+	if (rc) {
+		if (!c->failed)
+			pt_warn("cgroup %s: cannot set %s=%s (%s): the %" PRIu64 " MiB of critical containers in it are protected only up to its %s",
+				c->relpath, file_names[f], val, strerror(-rc), c->need >> 20,
+				c->saved[f]);
+		c->failed = true;
+		return 0;
+	}
+	if (!c->written[f])
+		pt_info("cgroup %s: %s=%" PRIu64 " MiB (was %s), covering the %" PRIu64 " MiB of critical containers in it",
+			c->relpath, file_names[f], target >> 20, c->saved[f], c->need >> 20);
+	else
+		pt_debug("cgroup %s: %s=%" PRIu64 " MiB for %" PRIu64 " MiB of critical containers",
+			 c->relpath, file_names[f], target >> 20, c->need >> 20);
+	c->written[f] = target;
+	c->failed = false;
+	return 1;
+}
+
+unsigned int pt_protect_path_apply(struct pt_protect_path *pp, const char *root)
+{
+	unsigned int writes = 0;
+
+	for (size_t i = 0; i < pp->n;) {
+		struct pt_protect_cgroup *c = &pp->c[i];
+		char dir[PATH_MAX];
+
+		if (!c->need) {
+			writes += restore_all(c, root);
+			drop(pp, i);
+			continue;
+		}
+		i++;
+		snprintf(dir, sizeof(dir), "%s%s", root, c->relpath);
+		if (!save(c, dir))
+			continue;
+		for (int f = 0; f < PT_PROTECT_FILES; f++) {
+			if (!writes_file(c, f))
+				continue;
+			/* The operator's own value covers it: leave it (put it back if ours is up). */
+			if (c->saved_bytes[f] >= pt_protect_target(c->need, c->written[f]))
+				writes += restore(c, root, f);
+			else
+				writes += apply_file(c, dir, f);
+		}
+	}
+	pp->writes += writes;
+	return writes;
+}
+
+void pt_protect_path_release(struct pt_protect_path *pp, const char *root)
+{
+	while (pp->n) {
+		restore_all(&pp->c[pp->n - 1], root);
+		drop(pp, pp->n - 1);
+	}
+	free(pp->c);
+	pp->c = NULL;
+	pp->cap = 0;
+}

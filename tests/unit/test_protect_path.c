@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory protection along a critical container's path (protect_path.h): the target's
+ * hysteresis, the cgroups of a path, and the writes over a fake cgroup tree: memory.low and
+ * memory.min of the ancestors and memory.min of the critical container raised for what it
+ * uses, the operator's larger values left alone, put back when no critical container is
+ * left and on release.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+
+#include "cgroup.h"
+#include "fixture.h"
+#include "protect_path.h"
+
+#define MiB (1ULL << 20)
+
+static void test_parse(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(pt_protect_parse("max\n", &v), 0);
+	assert_true(v == UINT64_MAX);
+	assert_int_equal(pt_protect_parse("0\n", &v), 0);
+	assert_true(v == 0);
+	assert_int_equal(pt_protect_parse("268435456", &v), 0);
+	assert_true(v == 256 * MiB);
+	assert_int_equal(pt_protect_parse("", &v), -EINVAL);
+	assert_int_equal(pt_protect_parse("-1", &v), -EINVAL);
+	assert_int_equal(pt_protect_parse("12k", &v), -EINVAL);
+	assert_int_equal(pt_protect_parse("maxi", &v), -EINVAL);
+}
+
+static void test_target(void **state)
+{
+	(void)state;
+	assert_true(pt_protect_target(0, 0) == 0);
+	assert_true(pt_protect_target(0, 64 * MiB) == 0);
+	/* First write: need + max(need / 8, a granule), rounded up to a granule. */
+	assert_true(pt_protect_target(200 * MiB, 0) == 256 * MiB);
+	assert_true(pt_protect_target(1 * MiB, 0) == 64 * MiB);
+	assert_true(pt_protect_target(1024 * MiB, 0) == 1152 * MiB);
+	/* Small moves keep what is written: no write per tick. */
+	assert_true(pt_protect_target(210 * MiB, 256 * MiB) == 256 * MiB);
+	assert_true(pt_protect_target(150 * MiB, 256 * MiB) == 256 * MiB);
+	/* Grown past it (less than a sixteenth to spare): raised. */
+	assert_true(pt_protect_target(250 * MiB, 256 * MiB) == 288 * MiB);
+	/* Shrunk to well under half: lowered (protected and unused is nobody's memory). */
+	assert_true(pt_protect_target(100 * MiB, 256 * MiB) == 160 * MiB);
+	/* No overflow at the top. */
+	assert_true(pt_protect_target(UINT64_MAX - 1, 0) >= UINT64_MAX - 2 * PT_PROTECT_GRANULE);
+}
+
+static const struct pt_protect_cgroup *find(const struct pt_protect_path *pp, const char *rel)
+{
+	for (size_t i = 0; i < pp->n; i++)
+		if (!strcmp(pp->c[i].relpath, rel))
+			return &pp->c[i];
+	return NULL;
+}
+
+static void test_cgroups_of_a_path(void **state)
+{
+	struct pt_protect_path pp = { 0 };
+
+	(void)state;
+	pt_protect_path_begin(&pp);
+	assert_int_equal(pt_protect_path_add(&pp, "/a/b/crit", 100 * MiB), 0);
+	assert_int_equal(pt_protect_path_add(&pp, "/a/c/crit2", 50 * MiB), 0);
+	/* A top-level critical container: only itself. */
+	assert_int_equal(pt_protect_path_add(&pp, "/top", 70 * MiB), 0);
+	assert_int_equal(pp.n, 6);
+	assert_true(find(&pp, "/a")->need == 150 * MiB && !find(&pp, "/a")->critical);
+	assert_true(find(&pp, "/a/b")->need == 100 * MiB && !find(&pp, "/a/b")->critical);
+	assert_true(find(&pp, "/a/c")->need == 50 * MiB);
+	assert_true(find(&pp, "/a/b/crit")->need == 100 * MiB && find(&pp, "/a/b/crit")->critical);
+	assert_true(find(&pp, "/a/c/crit2")->critical);
+	assert_true(find(&pp, "/top")->need == 70 * MiB && find(&pp, "/top")->critical);
+	/* Another pass starts from nothing. */
+	pt_protect_path_begin(&pp);
+	for (size_t i = 0; i < pp.n; i++)
+		assert_true(pp.c[i].need == 0);
+	pt_protect_path_release(&pp, "/nonexistent");
+	assert_int_equal(pp.n, 0);
+}
+
+static uint64_t value_of(const char *root, const char *rel, const char *file)
+{
+	char path[PATH_MAX], buf[64];
+	uint64_t v = 0;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", root, rel, file);
+	if (pt_read_file(path, buf, sizeof(buf)) <= 0 || pt_protect_parse(buf, &v))
+		fail_msg("%s unreadable", path);
+	return v;
+}
+
+static void tree(const char *root)
+{
+	const char *cgs[] = { "svc", "svc/db", "svc/web", "ops", "ops/crit" };
+
+	for (size_t i = 0; i < sizeof(cgs) / sizeof(cgs[0]); i++) {
+		char rel[64];
+
+		snprintf(rel, sizeof(rel), "%s/memory.low", cgs[i]);
+		fx_write(root, rel, strchr(cgs[i], '/') ? "max\n" : "0\n");
+		snprintf(rel, sizeof(rel), "%s/memory.min", cgs[i]);
+		fx_write(root, rel, "0\n");
+	}
+	fx_write(root, "ops/memory.low", "max\n");	/* the operator protects it already */
+	fx_write(root, "ops/memory.min", "max\n");
+}
+
+static void test_apply_and_put_back(void **state)
+{
+	char *root = fx_tmpdir();
+	struct pt_protect_path pp = { 0 };
+
+	(void)state;
+	tree(root);
+	pt_protect_path_begin(&pp);
+	pt_protect_path_add(&pp, "/svc/db", 200 * MiB);
+	pt_protect_path_add(&pp, "/svc/web", 30 * MiB);
+	pt_protect_path_add(&pp, "/ops/crit", 500 * MiB);
+	/* svc: low and min; db, web, crit: min; ops: left as the operator set it. */
+	assert_int_equal(pt_protect_path_apply(&pp, root), 5);
+	assert_true(value_of(root, "svc", "memory.low") == 288 * MiB);	/* 230 + 32, rounded */
+	assert_true(value_of(root, "svc", "memory.min") == 288 * MiB);
+	assert_true(value_of(root, "svc/db", "memory.min") == 256 * MiB);
+	assert_true(value_of(root, "svc/db", "memory.low") == UINT64_MAX);	/* its own, kept */
+	assert_true(value_of(root, "svc/web", "memory.min") == 64 * MiB);
+	assert_true(value_of(root, "ops/crit", "memory.min") == 576 * MiB);
+	assert_true(value_of(root, "ops", "memory.low") == UINT64_MAX);
+	assert_true(value_of(root, "ops", "memory.min") == UINT64_MAX);
+
+	/* About the same use: nothing written. */
+	pt_protect_path_begin(&pp);
+	pt_protect_path_add(&pp, "/svc/db", 210 * MiB);
+	pt_protect_path_add(&pp, "/svc/web", 30 * MiB);
+	pt_protect_path_add(&pp, "/ops/crit", 500 * MiB);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 0);
+
+	/* db grew, ops/crit is no longer critical: svc and db raised, crit put back. */
+	pt_protect_path_begin(&pp);
+	pt_protect_path_add(&pp, "/svc/db", 300 * MiB);
+	pt_protect_path_add(&pp, "/svc/web", 30 * MiB);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 4);
+	assert_true(value_of(root, "svc", "memory.low") == 384 * MiB);
+	assert_true(value_of(root, "svc", "memory.min") == 384 * MiB);
+	assert_true(value_of(root, "svc/db", "memory.min") == 352 * MiB);
+	assert_true(value_of(root, "ops/crit", "memory.min") == 0);
+	assert_true(value_of(root, "ops", "memory.min") == UINT64_MAX);
+
+	/* None is critical any more (or all are gone): everything as it was. */
+	pt_protect_path_begin(&pp);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 4);
+	assert_true(value_of(root, "svc", "memory.low") == 0);
+	assert_true(value_of(root, "svc", "memory.min") == 0);
+	assert_true(value_of(root, "svc/db", "memory.min") == 0);
+	assert_true(value_of(root, "svc/web", "memory.min") == 0);
+	assert_int_equal(pp.n, 0);
+	assert_true(pp.writes == 13);
+
+	/* Release puts back what is still held. */
+	pt_protect_path_begin(&pp);
+	pt_protect_path_add(&pp, "/svc/db", 100 * MiB);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 3);
+	assert_true(value_of(root, "svc", "memory.min") == 160 * MiB);
+	pt_protect_path_release(&pp, root);
+	assert_true(value_of(root, "svc", "memory.low") == 0);
+	assert_true(value_of(root, "svc", "memory.min") == 0);
+	assert_true(value_of(root, "svc/db", "memory.min") == 0);
+	fx_rmtree(root);
+}
+
+static void test_unreadable_cgroup_is_skipped(void **state)
+{
+	char *root = fx_tmpdir();
+	struct pt_protect_path pp = { 0 };
+
+	(void)state;
+	fx_write(root, "x/crit/memory.min", "0\n");	/* x has no protection files */
+	pt_protect_path_begin(&pp);
+	pt_protect_path_add(&pp, "/x/crit", 100 * MiB);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 1);	/* crit's memory.min */
+	assert_true(find(&pp, "/x")->failed);
+	assert_true(value_of(root, "x/crit", "memory.min") == 160 * MiB);
+	pt_protect_path_release(&pp, root);
+	fx_rmtree(root);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_target),
+		cmocka_unit_test(test_cgroups_of_a_path),
+		cmocka_unit_test(test_apply_and_put_back),
+		cmocka_unit_test(test_unreadable_cgroup_is_skipped),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
