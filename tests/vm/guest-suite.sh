@@ -13,7 +13,7 @@ modprobe loop 2>/dev/null
 # Seconds a step may take before it counts as hung: about seven times what it took under TCG
 # on the 2-core build machine (events 4 s, scan 9, tier_log 35, tier 11, idle_wake 26,
 # hotness 84, packet_wake 11, preload_apps 87, real_servers 160, held to 900 s, wake_kinds
-# 20, kill9_integrity 126, tier_full 70; the console
+# 20, kill9_integrity 126, tier_full 70, critical_low 58; the console
 # shows each step's time).
 # PT_STEP_SCALE (make test-debug: 4) multiplies them for a kernel whose checkers (KASAN,
 # lockdep, kmemleak) make everything slower.
@@ -33,6 +33,7 @@ step_limit_base() {
 	debug_faults) echo 900 ;;
 	kill9_integrity) echo 900 ;;
 	tier_full) echo 500 ;;
+	critical_low) echo 300 ;;
 	*) echo 600 ;;
 	esac
 }
@@ -79,7 +80,8 @@ e2es="idle_wake:e2e:both hotness:e2e-hotness:both packet_wake:e2e-packet-wake:bo
 	preload_apps:e2e-preload-apps:6.12 real_servers:e2e-real-servers:both
 	wake_kinds:e2e-wake-kinds:both wear_budget:e2e-wear-budget:6.1
 	crun_containers:e2e-crun-containers:6.12 kill9_integrity:e2e-kill9-integrity:both
-	fork_flood:e2e-fork-flood:both tier_full:e2e-tier-full:6.1"
+	fork_flood:e2e-fork-flood:both tier_full:e2e-tier-full:6.1
+	critical_low:e2e-critical-low:both"
 [ "$debug_kernel" = 1 ] && e2es+=" debug_faults:e2e-debug-faults:both"
 # This guest's kernel series as the list above spells it (6.1, 6.12).
 series=$(echo "$kv" | cut -d. -f1-2)

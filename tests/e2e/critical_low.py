@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""End-to-end: a critical container is protected from the kernel's reclaim, under a parent
+cgroup that nobody protected.
+
+memory.low protects a cgroup only as far as its ancestors' memory.low allows: the kernel
+limits a child's effective protection by its parent's. So memory.low=max on a critical
+container under a parent at 0 (what a runtime or a fresh cgroup leaves) protects nothing.
+With the multi-gen LRU (6.12), memory.low is only a hint: a protected cgroup is passed over
+once, then reclaimed; memory.min is kept. pagetierd (daemon/protect_path.h) gives the parent
+memory.low and memory.min, and the critical container memory.min, covering its use.
+
+  1. control, without pagetierd: memory.low=max on the critical container alone; a
+     host-wide reclaim (the root cgroup's memory.reclaim, as global reclaim would) takes
+     its memory anyway. This is the kernel behaviour the fix answers; if it ever stops
+     taking it, the check below proves nothing and this one says so.
+  2. with pagetierd: the parent's memory.low and memory.min and the critical container's
+     memory.min cover its use; the same shortage leaves the critical container whole and
+     takes the unprotected neighbour's.
+  3. pagetierd stops: every value is back as it was.
+Runs as root inside the test VM with pagetier.ko loaded (the tier is the swap); prints TAP.
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import e2elib
+from e2elib import BIN, MIB, Tap, status_json, wait_for
+
+PARENT = "pt-low"
+SIZE_MIB = 96
+# The host's free memory is cut to HEADROOM_MIB (huge pages reserved, nothing touched),
+# then a hog in the unprotected neighbour allocates HOG_MIB: the kernel's own reclaim
+# (kswapd, then direct reclaim) has to find about HOG_MIB - HEADROOM_MIB plus its
+# watermarks, and there is more than that unprotected (the neighbour's and the hog's).
+HEADROOM_MIB = 160
+HOG_MIB = 288
+# Holds SIZE_MIB of its own memory; on SIGUSR1 touches all of it again (back from swap).
+HOLDER = r'''
+import os, signal, sys, time
+data = bytearray(os.urandom(1 << 20)) * int(sys.argv[1])
+def touch(*_):
+    sum(data[::4096])
+    open(sys.argv[2], "a").write("touched\n")
+signal.signal(signal.SIGUSR1, touch)
+touch()
+while True:
+    time.sleep(3600)
+'''
+
+
+def cg(rel):
+    return os.path.join(e2elib.CG, PARENT, rel) if rel else os.path.join(e2elib.CG, PARENT)
+
+
+def read(rel, f):
+    with open(os.path.join(cg(rel), f)) as fh:
+        return fh.read().strip()
+
+
+def write(rel, f, v):
+    with open(os.path.join(cg(rel), f), "w") as fh:
+        fh.write(v)
+
+
+def mib(rel):
+    return int(read(rel, "memory.current")) // MIB
+
+
+def meminfo(key):
+    with open("/proc/meminfo") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith(key + ":"))
+
+
+def set_hugepages(n):
+    with open("/proc/sys/vm/nr_hugepages", "w") as f:
+        f.write(str(n))
+    with open("/proc/sys/vm/nr_hugepages") as f:
+        return int(f.read())
+
+
+def host_pressure(tap, work, script):
+    """The host runs short, as a dense host does: free memory cut to HEADROOM_MIB by
+    reserving huge pages (untouched, unevictable), then a hog in the unprotected neighbour
+    allocates HOG_MIB, and the kernel's own reclaim finds the memory. Undone after.
+    Returns (MiB crit lost, MiB be lost, what the hog got)."""
+    huge = meminfo("Hugepagesize")
+    want = max(0, (meminfo("MemFree") - HEADROOM_MIB * MIB) // huge)
+    got = set_hugepages(want)
+    c0, b0 = mib("crit"), mib("be")
+    mark = os.path.join(work, "hog.touched")
+    if os.path.exists(mark):
+        os.unlink(mark)
+    hog = e2elib.start_cmd_in_cgroup(PARENT, "be", f"python3 {script} {HOG_MIB} {mark}")
+    try:
+        ok = wait_for(touched(mark, 1), 180, 0.2)
+        c1, b1 = mib("crit"), mib("be")
+    finally:
+        hog.kill()
+        hog.wait()
+        set_hugepages(0)
+    tap.diag(f"{got} of {want} huge pages reserved ({got * huge // MIB} MiB); the hog "
+             f"{'allocated' if ok else 'did not finish allocating'} {HOG_MIB} MiB; crit "
+             f"{c0} -> {c1} MiB, be {b0} -> {b1} MiB (the hog's included); crit "
+             f"memory.events {read('crit', 'memory.events').split()[:2]}")
+    return c0 - c1, b0 + HOG_MIB - b1, bool(ok)
+
+
+def touched(path, n):
+    return lambda: os.path.exists(path) and open(path).read().count("touched") >= n
+
+
+def main():
+    tap = Tap()
+    work = tempfile.mkdtemp(prefix="pt-low-")
+    daemon = tier = None
+    procs = {}
+    print("TAP version 13", flush=True)
+    try:
+        tier = e2elib.create_tier(tap, "/dev/nvme0n1")
+        e2elib.setup_cgroups(PARENT, ["crit", "be"])
+        script = os.path.join(work, "holder.py")
+        with open(script, "w") as f:
+            f.write(HOLDER)
+        for n in ("crit", "be"):
+            mark = os.path.join(work, f"{n}.touched")
+            procs[n] = (e2elib.start_cmd_in_cgroup(
+                PARENT, n, f"python3 {script} {SIZE_MIB} {mark}"), mark)
+        if not wait_for(lambda: all(touched(m, 1)() for _, m in procs.values()), 120, 0.2):
+            tap.bail("the memory holders did not start")
+        mount = next((l.split()[3] for l in open("/proc/mounts")
+                      if l.split()[1] == e2elib.CG), "?")
+        tap.diag(f"cgroup2 mounted with {mount}; parent memory.low {read('', 'memory.low')}; "
+                 f"crit {mib('crit')} MiB, be {mib('be')} MiB")
+
+        # 1. The control: the critical container's own memory.low alone.
+        write("crit", "memory.low", "max")
+        c_lost, b_lost, hog_ok = host_pressure(tap, work, script)
+        tap.ok(hog_ok and c_lost >= 8,
+               f"control: memory.low=max on crit alone, its parent at 0: the host's reclaim "
+               f"takes {c_lost} MiB of crit's (the parent bounds the child's protection)")
+        write("crit", "memory.low", "0")
+        for n, (p, mark) in procs.items():
+            p.send_signal(signal.SIGUSR1)
+        wait_for(lambda: all(touched(m, 2)() for _, m in procs.values()), 120, 0.2)
+
+        # 2. With pagetierd: crit is critical, be is not opted in (nobody protects it).
+        conf = os.path.join(work, "etc")
+        os.makedirs(os.path.join(conf, "containers.d"))
+        with open(os.path.join(conf, "pagetierd.conf"), "w") as f:
+            f.write(f"[daemon]\nruntime_dir = {conf}/run\npoll_interval = 200ms\n")
+        with open(os.path.join(conf, "containers.d", "crit.conf"), "w") as f:
+            f.write(f"[crit]\nmatch_cgroup = /{PARENT}/crit\nclass = critical\n")
+        e2elib.fix_perms(conf)
+        runtime = os.path.join(conf, "run")
+        logpath = os.path.join(work, "d.log")
+        daemon = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
+                                  stdout=open(logpath, "w"), stderr=subprocess.STDOUT)
+        if not wait_for(lambda: status_json(runtime) is not None, 20):
+            tap.bail("pagetierd did not start")
+        need = mib("crit")
+
+        def covered():
+            v = {f: read("", f) for f in ("memory.low", "memory.min")}
+            v["crit memory.min"] = read("crit", "memory.min")
+            return all(x.isdigit() and int(x) // MIB >= mib("crit") for x in v.values()) and v
+        held = wait_for(covered, 20, 0.25)
+        tap.ok(bool(held) and read("crit", "memory.low") == "max",
+               f"pagetierd: crit memory.low {read('crit', 'memory.low')}, memory.min "
+               f"{int(read('crit', 'memory.min')) // MIB} MiB; its parent's memory.low "
+               f"{int(read('', 'memory.low')) // MIB} MiB and memory.min "
+               f"{int(read('', 'memory.min')) // MIB} MiB, for crit's {need} MiB",
+               open(logpath).read())
+        c0 = mib("crit")
+        c_lost, b_lost, hog_ok = host_pressure(tap, work, script)
+        tap.ok(hog_ok and c_lost <= max(2, c0 // 20) and b_lost >= 32,
+               f"with pagetierd: the same shortage takes {c_lost} MiB of crit's {c0} and "
+               f"{b_lost} MiB of the unprotected neighbour's")
+
+        # 3. Stopped: as it was.
+        daemon.terminate()
+        tap.ok(daemon.wait(20) == 0, "pagetierd stops cleanly")
+        daemon = None
+        back = {f"{w or 'parent'} {f}": read(w, f) for w in ("", "crit")
+                for f in ("memory.low", "memory.min")}
+        tap.ok(all(v == "0" for v in back.values()),
+               f"protection put back: {back}")
+    finally:
+        for p, _ in procs.values():
+            p.kill()
+            p.wait()
+        if daemon:
+            daemon.terminate()
+            daemon.wait(20)
+        time.sleep(0.5)
+        if tier:
+            e2elib.destroy_tier(tap, tier)
+        e2elib.remove_cgroups(PARENT, ["crit", "be"])
+    print(f"1..{tap.n}")
+    print(f"# critical_low: {tap.n - tap.failed} passed, {tap.failed} failed", flush=True)
+    sys.exit(1 if tap.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
