@@ -622,6 +622,9 @@ int main(int argc, char **argv)
 	 * The containers before the first question: a status asked right after start (the
 	 * control socket already listens; its connections wait for the loop) lists them.
 	 */
+	snprintf(d.m.protect_path.state, sizeof(d.m.protect_path.state), "%s/protection",
+		 d.m.cfg.runtime_dir);
+	pt_protect_path_recover(&d.m.protect_path, d.m.cfg.cgroup_root);
 	d.m.last_rescan_ms = pt_now_ms();
 	pt_manager_rescan(&d.m);
 	pt_info("pagetierd started: %zu container policies from %s, polling every %llu ms, control socket %s",

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "grow.h"
@@ -155,6 +156,44 @@ static unsigned int restore_all(struct pt_protect_cgroup *c, const char *root)
 	return n;
 }
 
+/*
+ * Keeps what is written and what it replaced in @pp->state, one line per value: "FILE
+ * WRITTEN SAVED RELPATH" (the path last: a cgroup name may hold spaces). Written to a
+ * temporary file and renamed, so that a crash leaves the old list or the new one.
+ */
+static void keep_state(struct pt_protect_path *pp)
+{
+	char tmp[sizeof(pp->state) + 8];
+	bool any = false;
+	FILE *f;
+
+	if (!pp->state[0])
+		return;
+	for (size_t i = 0; i < pp->n && !any; i++)
+		for (int k = 0; k < PT_PROTECT_FILES; k++)
+			any |= pp->c[i].written[k] != 0;
+	if (!any) {
+		unlink(pp->state);
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", pp->state);
+	f = fopen(tmp, "we");
+	if (!f) {
+		pt_warn("cannot write %s (%s): an unclean stop would leave the critical containers' protection in place",
+			tmp, strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < pp->n; i++)
+		for (int k = 0; k < PT_PROTECT_FILES; k++)
+			if (pp->c[i].written[k])
+				fprintf(f, "%s %" PRIu64 " %s %s\n", file_names[k], pp->c[i].written[k],
+					pp->c[i].saved[k], pp->c[i].relpath);
+	if (fclose(f) || rename(tmp, pp->state)) {
+		pt_warn("cannot write %s (%s)", pp->state, strerror(errno));
+		unlink(tmp);
+	}
+}
+
 static void drop(struct pt_protect_path *pp, size_t i)
 {
 	free(pp->c[i].relpath);
@@ -194,6 +233,7 @@ static unsigned int apply_file(struct pt_protect_cgroup *c, const char *dir, int
 unsigned int pt_protect_path_apply(struct pt_protect_path *pp, const char *root)
 {
 	unsigned int writes = 0;
+	size_t n0 = pp->n;
 
 	for (size_t i = 0; i < pp->n;) {
 		struct pt_protect_cgroup *c = &pp->c[i];
@@ -219,6 +259,8 @@ unsigned int pt_protect_path_apply(struct pt_protect_path *pp, const char *root)
 		}
 	}
 	pp->writes += writes;
+	if (writes || pp->n != n0)
+		keep_state(pp);
 	return writes;
 }
 
@@ -231,4 +273,43 @@ void pt_protect_path_release(struct pt_protect_path *pp, const char *root)
 	free(pp->c);
 	pp->c = NULL;
 	pp->cap = 0;
+	keep_state(pp);
+}
+
+unsigned int pt_protect_path_recover(struct pt_protect_path *pp, const char *root)
+{
+	char line[PATH_MAX + 128];
+	unsigned int n = 0;
+	FILE *f;
+
+	if (!pp->state[0] || !(f = fopen(pp->state, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char file[16], saved[32], dir[PATH_MAX], now[32];
+		uint64_t written, cur;
+		int at = 0, k;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (sscanf(line, "%15s %" SCNu64 " %31s %n", file, &written, saved, &at) != 3 ||
+		    !at || line[at] != '/')
+			continue;
+		for (k = 0; k < PT_PROTECT_FILES && strcmp(file, file_names[k]); k++)
+			;
+		if (k == PT_PROTECT_FILES)
+			continue;
+		snprintf(dir, sizeof(dir), "%s%s/%s", root, line + at, file);
+		/* Changed since (by the operator, say): theirs now, left alone. */
+		if (pt_read_file(dir, now, sizeof(now)) <= 0 || pt_protect_parse(now, &cur) ||
+		    cur != written)
+			continue;
+		snprintf(dir, sizeof(dir), "%s%s", root, line + at);
+		if (!pt_cgroup_write(dir, file, saved)) {
+			pt_info("cgroup %s: %s put back to %s (left by a pagetierd that did not stop cleanly)",
+				line + at, file, saved);
+			n++;
+		}
+	}
+	fclose(f);
+	unlink(pp->state);
+	return n;
 }

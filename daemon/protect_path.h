@@ -50,6 +50,12 @@ struct pt_protect_path {
 	struct pt_protect_cgroup *c;
 	size_t n, cap;
 	uint64_t writes;	/* protection writes, for status and tests */
+	/*
+	 * Where what is written and what it replaced are kept (runtime_dir/protection), so
+	 * that a pagetierd that did not stop cleanly (SIGKILL, a crash) puts the operator's
+	 * values back when it starts again; "" keeps nothing.
+	 */
+	char state[4096];
 };
 
 /* "max" or a byte count, as memory.low and memory.min read; -EINVAL for anything else. */
@@ -78,5 +84,12 @@ unsigned int pt_protect_path_apply(struct pt_protect_path *pp, const char *root)
 
 /* Puts every value back (pagetierd exits) and frees the table. */
 void pt_protect_path_release(struct pt_protect_path *pp, const char *root);
+
+/*
+ * At start: the values a previous pagetierd left in @pp->state (it did not stop cleanly)
+ * are put back under @root where the cgroup still holds what it wrote; the file is removed.
+ * Returns the number of values put back.
+ */
+unsigned int pt_protect_path_recover(struct pt_protect_path *pp, const char *root);
 
 #endif

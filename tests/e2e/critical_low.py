@@ -17,6 +17,8 @@ memory.low and memory.min, and the critical container memory.min, covering its u
      memory.min cover its use; the same shortage leaves the critical container whole and
      takes the unprotected neighbour's.
   3. pagetierd stops: every value is back as it was.
+  4. pagetierd is killed (SIGKILL): the next one, started with no critical container, puts
+     back what the killed one had written (runtime_dir/protection).
 Runs as root inside the test VM with pagetier.ko loaded (the tier is the swap); prints TAP.
 """
 import os
@@ -187,6 +189,27 @@ def main():
                 for f in ("memory.low", "memory.min")}
         tap.ok(all(v == "0" for v in back.values()),
                f"protection put back: {back}")
+
+        # 4. Killed (no clean stop): the next pagetierd, with crit no longer critical, puts
+        # the values back from what the killed one kept in its runtime_dir.
+        daemon = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
+                                  stdout=open(logpath, "w"), stderr=subprocess.STDOUT)
+        wait_for(covered, 20, 0.25)
+        daemon.kill()
+        daemon.wait(20)
+        left = {f: read("", f) for f in ("memory.low", "memory.min")}
+        os.unlink(os.path.join(conf, "containers.d", "crit.conf"))
+        daemon = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
+                                  stdout=open(logpath, "w"), stderr=subprocess.STDOUT)
+        wait_for(lambda: status_json(runtime) is not None, 20)
+        back = {f"parent {f}": read("", f) for f in ("memory.low", "memory.min")}
+        back["crit memory.min"] = read("crit", "memory.min")
+        tap.ok(all(v != "0" for v in left.values()) and all(v == "0" for v in back.values()),
+               f"after a SIGKILL ({left} left), the next pagetierd puts them back: {back}",
+               open(logpath).read())
+        daemon.terminate()
+        daemon.wait(20)
+        daemon = None
     finally:
         for p, _ in procs.values():
             p.kill()

@@ -195,6 +195,58 @@ static void test_unreadable_cgroup_is_skipped(void **state)
 	fx_rmtree(root);
 }
 
+static bool exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/*
+ * A pagetierd that did not stop cleanly left its values: the next one puts the operator's
+ * back where the cgroup still holds what was written, and leaves values changed since.
+ */
+static void test_state_kept_and_recovered(void **state)
+{
+	char *root = fx_tmpdir();
+	struct pt_protect_path pp = { 0 }, next = { 0 };
+	char text[4096];
+
+	(void)state;
+	tree(root);
+	fx_write(root, "my svc/memory.low", "0\n");	/* a cgroup name with a space */
+	fx_write(root, "my svc/memory.min", "4096\n");
+	fx_write(root, "my svc/c/memory.min", "0\n");
+	snprintf(pp.state, sizeof(pp.state), "%s/protection", root);
+	pt_protect_path_begin(&pp);
+	pt_protect_path_add(&pp, "/svc/db", 200 * MiB);
+	pt_protect_path_add(&pp, "/my svc/c", 100 * MiB);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 6);
+	assert_true(exists(pp.state));
+	assert_true(pt_read_file(pp.state, text, sizeof(text)) > 0);
+	assert_non_null(strstr(text, "memory.min 167772160 4096 /my svc\n"));
+	assert_non_null(strstr(text, "memory.low 268435456 0 /svc\n"));
+
+	/* Killed here (no release). The operator changes svc's memory.low meanwhile. */
+	fx_write(root, "svc/memory.low", "1073741824\n");
+	snprintf(next.state, sizeof(next.state), "%s/protection", root);
+	assert_int_equal(pt_protect_path_recover(&next, root), 5);
+	assert_false(exists(next.state));
+	assert_true(value_of(root, "svc", "memory.low") == 1024 * MiB);	/* theirs, kept */
+	assert_true(value_of(root, "svc", "memory.min") == 0);
+	assert_true(value_of(root, "svc/db", "memory.min") == 0);
+	assert_true(value_of(root, "my svc", "memory.min") == 4096);
+	assert_true(value_of(root, "my svc", "memory.low") == 0);
+	assert_true(value_of(root, "my svc/c", "memory.min") == 0);
+	/* Nothing left to recover the next time. */
+	assert_int_equal(pt_protect_path_recover(&next, root), 0);
+
+	/* A clean release leaves no state. */
+	for (size_t i = 0; i < pp.n; i++)
+		memset(pp.c[i].written, 0, sizeof(pp.c[i].written));
+	pt_protect_path_release(&pp, root);
+	assert_false(exists(pp.state));
+	fx_rmtree(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -203,6 +255,7 @@ int main(void)
 		cmocka_unit_test(test_cgroups_of_a_path),
 		cmocka_unit_test(test_apply_and_put_back),
 		cmocka_unit_test(test_unreadable_cgroup_is_skipped),
+		cmocka_unit_test(test_state_kept_and_recovered),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
