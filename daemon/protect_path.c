@@ -80,7 +80,12 @@ static struct pt_protect_cgroup *get(struct pt_protect_path *pp, const char *rel
 
 int pt_protect_path_add(struct pt_protect_path *pp, const char *relpath, uint64_t bytes)
 {
-	const char *s = strchr(relpath + 1, '/');
+	const char *s;
+
+	/* The cgroup root itself has no protection files: nothing to hold there. */
+	if (relpath[0] != '/' || relpath[1] == '\0')
+		return 0;
+	s = strchr(relpath + 1, '/');
 
 	/* Each ancestor ("/a", "/a/b" of "/a/b/c"), then the critical container itself. */
 	for (;; s = strchr(s + 1, '/')) {

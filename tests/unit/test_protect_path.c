@@ -75,6 +75,9 @@ static void test_cgroups_of_a_path(void **state)
 	assert_int_equal(pt_protect_path_add(&pp, "/a/c/crit2", 50 * MiB), 0);
 	/* A top-level critical container: only itself. */
 	assert_int_equal(pt_protect_path_add(&pp, "/top", 70 * MiB), 0);
+	/* The root (a context over the whole tree) has nothing to hold. */
+	assert_int_equal(pt_protect_path_add(&pp, "/", 70 * MiB), 0);
+	assert_int_equal(pt_protect_path_add(&pp, "", 70 * MiB), 0);
 	assert_int_equal(pp.n, 6);
 	assert_true(find(&pp, "/a")->need == 150 * MiB && !find(&pp, "/a")->critical);
 	assert_true(find(&pp, "/a/b")->need == 100 * MiB && !find(&pp, "/a/b")->critical);
