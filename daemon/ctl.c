@@ -30,7 +30,10 @@ static void host_mem(const struct pt_manager *m, struct pt_host_mem *h)
 	pt_host_offloaded(h, m->ctxs, m->n_ctxs);
 }
 
-/* The daemon's own members of the status object: the drives' wear, the pidfds it holds. */
+/*
+ * The daemon's own members of the status object: the drives' wear, the pidfds it holds,
+ * the protection it holds along the critical containers' paths.
+ */
 static void daemon_members(FILE *out, const void *arg)
 {
 	const struct pt_manager *m = arg;
@@ -39,6 +42,8 @@ static void daemon_members(FILE *out, const void *arg)
 	pt_wear_status_json(out, &m->wear, &m->cfg.write_budget);
 	fprintf(out, ",\"pidfds\":{\"open\":%d,\"limit\":%d}", pt_pidfd_count(),
 		pt_pidfd_limit() == INT_MAX ? -1 : pt_pidfd_limit());
+	fputs(",\"protection\":", out);
+	pt_protect_path_status_json(out, &m->protect_path);
 }
 
 void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *out)
@@ -60,6 +65,7 @@ void pt_ctl_answer(struct pt_manager *m, const char *req, uid_t peer_uid, FILE *
 		if (pt_pidfd_limit() != INT_MAX)
 			fprintf(out, "pidfds: %d open, %d at most (past that, processes are named by pid and start time)\n",
 				pt_pidfd_count(), pt_pidfd_limit());
+		pt_protect_path_status_text(out, &m->protect_path);
 		host_mem(m, &host);
 		pt_status_table(out, m->ctxs, m->n_ctxs, &host);
 	} else if (len == 11 && strncmp(req, "status json", 11) == 0) {

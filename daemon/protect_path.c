@@ -12,6 +12,7 @@
 #include "grow.h"
 #include "log.h"
 #include "protect_path.h"
+#include "status.h"
 
 static const char *const file_names[PT_PROTECT_FILES] = { "memory.low", "memory.min" };
 
@@ -267,6 +268,45 @@ unsigned int pt_protect_path_apply(struct pt_protect_path *pp, const char *root)
 	if (writes || pp->n != n0)
 		keep_state(pp);
 	return writes;
+}
+
+void pt_protect_path_status_text(FILE *out, const struct pt_protect_path *pp)
+{
+	for (size_t i = 0; i < pp->n; i++) {
+		const struct pt_protect_cgroup *c = &pp->c[i];
+		const char *sep = "";
+
+		if (!c->written[PT_PROTECT_LOW] && !c->written[PT_PROTECT_MIN])
+			continue;
+		fprintf(out, "protection: %s", c->relpath);
+		for (int f = 0; f < PT_PROTECT_FILES; f++) {
+			if (!c->written[f])
+				continue;
+			fprintf(out, "%s %s %" PRIu64 " MiB", sep, file_names[f], c->written[f] >> 20);
+			sep = ",";
+		}
+		fprintf(out, " for %" PRIu64 " MiB of critical containers\n", c->need >> 20);
+	}
+}
+
+void pt_protect_path_status_json(FILE *out, const struct pt_protect_path *pp)
+{
+	const char *sep = "";
+
+	fputc('[', out);
+	for (size_t i = 0; i < pp->n; i++) {
+		const struct pt_protect_cgroup *c = &pp->c[i];
+
+		if (!c->written[PT_PROTECT_LOW] && !c->written[PT_PROTECT_MIN])
+			continue;
+		fprintf(out, "%s{\"cgroup\":", sep);
+		pt_json_string(out, c->relpath);
+		fprintf(out, ",\"need_bytes\":%" PRIu64 ",\"low_bytes\":%" PRIu64
+			",\"min_bytes\":%" PRIu64 "}", c->need, c->written[PT_PROTECT_LOW],
+			c->written[PT_PROTECT_MIN]);
+		sep = ",";
+	}
+	fputc(']', out);
 }
 
 void pt_protect_path_release(struct pt_protect_path *pp, const char *root)

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PT_PROTECT_GRANULE (32ULL << 20)	/* targets are multiples of this */
 
@@ -81,6 +82,15 @@ int pt_protect_path_add(struct pt_protect_path *pp, const char *relpath, uint64_
  * left. Returns the number of writes.
  */
 unsigned int pt_protect_path_apply(struct pt_protect_path *pp, const char *root);
+
+/*
+ * For pagetierctl status: one "protection:" line per cgroup pagetierd holds values on
+ * ("protection: /a memory.low 288 MiB, memory.min 288 MiB for 257 MiB of critical
+ * containers"), and the same as a JSON array of {cgroup, need_bytes, low_bytes, min_bytes}
+ * (0: not written by pagetierd).
+ */
+void pt_protect_path_status_text(FILE *out, const struct pt_protect_path *pp);
+void pt_protect_path_status_json(FILE *out, const struct pt_protect_path *pp);
 
 /* Puts every value back (pagetierd exits) and frees the table. */
 void pt_protect_path_release(struct pt_protect_path *pp, const char *root);

@@ -169,6 +169,10 @@ def main():
             v["crit memory.min"] = read("crit", "memory.min")
             return all(x.isdigit() and int(x) // MIB >= mib("crit") for x in v.values()) and v
         held = wait_for(covered, 20, 0.25)
+        st = e2elib.ctl("status", runtime=runtime).stdout
+        tap.ok(f"protection: /{PARENT} memory.low " in st and f"protection: /{PARENT}/crit "
+               f"memory.min " in st, "pagetierctl status shows the protection it holds",
+               st)
         tap.ok(bool(held) and read("crit", "memory.low") == "max",
                f"pagetierd: crit memory.low {read('crit', 'memory.low')}, memory.min "
                f"{int(read('crit', 'memory.min')) // MIB} MiB; its parent's memory.low "

@@ -198,6 +198,41 @@ static void test_unreadable_cgroup_is_skipped(void **state)
 	fx_rmtree(root);
 }
 
+/* What pagetierctl status shows of it, in text and JSON. */
+static void test_status(void **state)
+{
+	char *root = fx_tmpdir();
+	struct pt_protect_path pp = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	(void)state;
+	tree(root);
+	pt_protect_path_begin(&pp);
+	pt_protect_path_add(&pp, "/svc/db", 200 * MiB);
+	pt_protect_path_add(&pp, "/ops/crit", 500 * MiB);	/* ops: the operator's, not shown */
+	pt_protect_path_apply(&pp, root);
+	out = open_memstream(&buf, &len);
+	pt_protect_path_status_text(out, &pp);
+	fclose(out);
+	assert_string_equal(buf,
+		"protection: /svc memory.low 256 MiB, memory.min 256 MiB for 200 MiB of critical containers\n"
+		"protection: /svc/db memory.min 256 MiB for 200 MiB of critical containers\n"
+		"protection: /ops/crit memory.min 576 MiB for 500 MiB of critical containers\n");
+	free(buf);
+	out = open_memstream(&buf, &len);
+	pt_protect_path_status_json(out, &pp);
+	fclose(out);
+	assert_string_equal(buf,
+		"[{\"cgroup\":\"/svc\",\"need_bytes\":209715200,\"low_bytes\":268435456,\"min_bytes\":268435456},"
+		"{\"cgroup\":\"/svc/db\",\"need_bytes\":209715200,\"low_bytes\":0,\"min_bytes\":268435456},"
+		"{\"cgroup\":\"/ops/crit\",\"need_bytes\":524288000,\"low_bytes\":0,\"min_bytes\":603979776}]");
+	free(buf);
+	pt_protect_path_release(&pp, root);
+	fx_rmtree(root);
+}
+
 static bool exists(const char *path)
 {
 	return access(path, F_OK) == 0;
@@ -259,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_apply_and_put_back),
 		cmocka_unit_test(test_unreadable_cgroup_is_skipped),
 		cmocka_unit_test(test_state_kept_and_recovered),
+		cmocka_unit_test(test_status),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
