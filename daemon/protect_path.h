@@ -85,7 +85,7 @@ unsigned int pt_protect_path_apply(struct pt_protect_path *pp, const char *root)
 
 /*
  * For pagetierctl status: one "protection:" line per cgroup pagetierd holds values on
- * ("protection: /a memory.low 288 MiB, memory.min 288 MiB for 257 MiB of critical
+ * ("protection: /a memory.low 288 MiB, memory.min 288 MiB for 230 MiB of critical
  * containers"), and the same as a JSON array of {cgroup, need_bytes, low_bytes, min_bytes}
  * (0: not written by pagetierd).
  */

@@ -33,9 +33,10 @@ from e2elib import BIN, MIB, Tap, status_json, wait_for
 
 PARENT = "pt-low"
 SIZE_MIB = 96
-# The host's free memory is cut to HEADROOM_MIB (huge pages reserved, nothing touched),
-# then a hog in the unprotected neighbour allocates HOG_MIB: the kernel's own reclaim
-# (kswapd, then direct reclaim) has to find about HOG_MIB - HEADROOM_MIB plus its
+# The host's free memory is cut to HEADROOM_MIB (a balloon of locked memory; huge pages
+# would need compaction, which ran for 50 s under TCG in a fragmented guest and tripped the
+# soft-lockup watchdog), then a hog in the unprotected neighbour allocates HOG_MIB: the
+# kernel's own reclaim (kswapd, then direct reclaim) has to find about HOG_MIB - HEADROOM_MIB plus its
 # watermarks, and there is more than that unprotected (the neighbour's and the hog's).
 HEADROOM_MIB = 160
 HOG_MIB = 288
@@ -76,36 +77,52 @@ def meminfo(key):
         return next(int(l.split()[1]) * 1024 for l in f if l.startswith(key + ":"))
 
 
-def set_hugepages(n):
-    with open("/proc/sys/vm/nr_hugepages", "w") as f:
-        f.write(str(n))
-    with open("/proc/sys/vm/nr_hugepages") as f:
-        return int(f.read())
+# Holds NBYTES locked in memory (mlock faults every page in and keeps it off every LRU).
+BALLOON = r'''
+import ctypes, mmap, os, sys, time
+n = int(sys.argv[1])
+m = mmap.mmap(-1, n)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+if ctypes.CDLL(None, use_errno=True).mlock(ctypes.c_void_p(addr), ctypes.c_size_t(n)):
+    sys.exit("mlock: " + os.strerror(ctypes.get_errno()))
+open(sys.argv[2], "w").write("touched\n")
+time.sleep(3600)
+'''
+
+
+def start_balloon(tap, work):
+    """Cuts the host's free memory to HEADROOM_MIB with a balloon of locked memory, in the
+    test's own cgroup (outside the containers). Kept for both shortages below: filling it
+    is most of this test's time under TCG."""
+    want = max(0, meminfo("MemFree") - HEADROOM_MIB * MIB)
+    bscript, bmark = os.path.join(work, "balloon.py"), os.path.join(work, "balloon.ready")
+    with open(bscript, "w") as f:
+        f.write(BALLOON)
+    balloon = subprocess.Popen(["python3", bscript, str(want), bmark])
+    if not wait_for(touched(bmark, 1), 180, 0.2):
+        balloon.kill()
+        tap.bail(f"the balloon could not lock {want // MIB} MiB")
+    tap.diag(f"{want // MIB} MiB locked by the balloon, {meminfo('MemFree') // MIB} MiB free")
+    return balloon
 
 
 def host_pressure(tap, work, script):
-    """The host runs short, as a dense host does: free memory cut to HEADROOM_MIB by
-    reserving huge pages (untouched, unevictable), then a hog in the unprotected neighbour
-    allocates HOG_MIB, and the kernel's own reclaim finds the memory. Undone after.
-    Returns (MiB crit lost, MiB be lost, what the hog got)."""
-    huge = meminfo("Hugepagesize")
-    want = max(0, (meminfo("MemFree") - HEADROOM_MIB * MIB) // huge)
-    got = set_hugepages(want)
+    """The host runs short, as a dense host does: with the balloon up, a hog in the
+    unprotected neighbour allocates HOG_MIB, and the kernel's own reclaim finds the memory.
+    The hog goes after. Returns (MiB crit lost, MiB be lost, whether the hog got it all)."""
+    hmark = os.path.join(work, "hog.touched")
+    if os.path.exists(hmark):
+        os.unlink(hmark)
     c0, b0 = mib("crit"), mib("be")
-    mark = os.path.join(work, "hog.touched")
-    if os.path.exists(mark):
-        os.unlink(mark)
-    hog = e2elib.start_cmd_in_cgroup(PARENT, "be", f"python3 {script} {HOG_MIB} {mark}")
+    hog = e2elib.start_cmd_in_cgroup(PARENT, "be", f"python3 {script} {HOG_MIB} {hmark}")
     try:
-        ok = wait_for(touched(mark, 1), 180, 0.2)
+        ok = wait_for(touched(hmark, 1), 180, 0.2)
         c1, b1 = mib("crit"), mib("be")
     finally:
         hog.kill()
         hog.wait()
-        set_hugepages(0)
-    tap.diag(f"{got} of {want} huge pages reserved ({got * huge // MIB} MiB); the hog "
-             f"{'allocated' if ok else 'did not finish allocating'} {HOG_MIB} MiB; crit "
-             f"{c0} -> {c1} MiB, be {b0} -> {b1} MiB (the hog's included); crit "
+    tap.diag(f"the hog {'allocated' if ok else 'did not finish allocating'} {HOG_MIB} MiB; "
+             f"crit {c0} -> {c1} MiB, be {b0} -> {b1} MiB (the hog's included); crit "
              f"memory.events {read('crit', 'memory.events').split()[:2]}")
     return c0 - c1, b0 + HOG_MIB - b1, bool(ok)
 
@@ -117,7 +134,7 @@ def touched(path, n):
 def main():
     tap = Tap()
     work = tempfile.mkdtemp(prefix="pt-low-")
-    daemon = tier = None
+    daemon = tier = balloon = None
     procs = {}
     print("TAP version 13", flush=True)
     try:
@@ -136,6 +153,8 @@ def main():
                       if l.split()[1] == e2elib.CG), "?")
         tap.diag(f"cgroup2 mounted with {mount}; parent memory.low {read('', 'memory.low')}; "
                  f"crit {mib('crit')} MiB, be {mib('be')} MiB")
+
+        balloon = start_balloon(tap, work)
 
         # 1. The control: the critical container's own memory.low alone.
         write("crit", "memory.low", "max")
@@ -215,9 +234,10 @@ def main():
         daemon.wait(20)
         daemon = None
     finally:
-        for p, _ in procs.values():
-            p.kill()
-            p.wait()
+        for p in [p for p, _ in procs.values()] + [balloon]:
+            if p:
+                p.kill()
+                p.wait()
         if daemon:
             daemon.terminate()
             daemon.wait(20)

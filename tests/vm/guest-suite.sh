@@ -13,7 +13,7 @@ modprobe loop 2>/dev/null
 # Seconds a step may take before it counts as hung: about seven times what it took under TCG
 # on the 2-core build machine (events 4 s, scan 9, tier_log 35, tier 11, idle_wake 26,
 # hotness 84, packet_wake 11, preload_apps 87, real_servers 160, held to 900 s, wake_kinds
-# 20, kill9_integrity 126, tier_full 70, critical_low 66; the console
+# 20, kill9_integrity 126, tier_full 70, critical_low 89; the console
 # shows each step's time).
 # PT_STEP_SCALE (make test-debug: 4) multiplies them for a kernel whose checkers (KASAN,
 # lockdep, kmemleak) make everything slower.
