@@ -22,6 +22,7 @@ The sweep stops at the first N where the critical p99 exceeds 10x its solo figur
 throughput falls below half the offered rate, a critical server is gone, anything was
 OOM-killed or a noise request failed. Writes $PT_OUT/density-CONFIG.json, one line a step.
 """
+import ctypes
 import http.client
 import json
 import os
@@ -373,6 +374,25 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# The harness (this process: the critical service's load client, the noise client, Senpai)
+# stands for machines and daemons a host would not reclaim from: a real load client runs on
+# another machine. Left reclaimable, its Python pages were the memory a configuration that
+# protects the critical containers made the kernel take instead, and a refault of the
+# client's own code read as the critical service's latency. Locked in every configuration
+# alike; MCL_ONFAULT so that thread stacks lock only what they touch.
+MCL_CURRENT, MCL_FUTURE, MCL_ONFAULT = 1, 2, 4
+
+
+def lock_harness_memory():
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0:
+        raise OSError(ctypes.get_errno(), "mlockall of the harness failed")
+    with open("/proc/self/status") as f:
+        locked = next((ln.split()[1] for ln in f if ln.startswith("VmLck:")), "?")
+    log(f"harness: memory locked (mlockall: {int(locked) // 1024} MiB of mappings, each page "
+        "as it is touched)")
+
+
 def main():
     config = sys.argv[1]
     steps = [int(x) for x in os.environ.get("STEPS", "2 4 6 8 10 12 14 16").split()]
@@ -389,6 +409,7 @@ def main():
         lru_gen = f.read().strip()
     log(f"{config} ({profile}): kernel {os.uname().release}, MGLRU {lru_gen}, "
         f"{meminfo()['MemTotal'] // MIB} MiB RAM")
+    lock_harness_memory()
     swapdev, www, backing = setup_drives(config, tap, work)
     e2elib.setup_cgroups(PARENT, list(CRIT))
     daemon = runtime = damon = senpais = None
