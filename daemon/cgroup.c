@@ -62,13 +62,23 @@ int pt_flat_keyed_get(const char *text, const char *key, uint64_t *out)
 }
 
 /* A single-value file's text: a number, or "max". */
-static int parse_u64(const char *buf, uint64_t *out)
+int pt_cgroup_parse_u64(const char *s, uint64_t *out)
 {
-	if (strncmp(buf, "max", 3) == 0) {
+	char *end;
+	unsigned long long v;
+
+	if (!strncmp(s, "max", 3) && (s[3] == '\0' || s[3] == '\n')) {
 		*out = UINT64_MAX;
 		return 0;
 	}
-	return sscanf(buf, "%" SCNu64, out) == 1 ? 0 : -EINVAL;
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || (*end != '\0' && *end != '\n'))
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 int pt_cgroup_read_u64(const char *dir, const char *file, uint64_t *out)
@@ -80,7 +90,7 @@ int pt_cgroup_read_u64(const char *dir, const char *file, uint64_t *out)
 	n = pt_read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
-	return parse_u64(buf, out);
+	return pt_cgroup_parse_u64(buf, out);
 }
 
 int pt_cgroup_read_key(const char *dir, const char *file, const char *key, uint64_t *out)
@@ -250,7 +260,7 @@ int pt_cgroup_sample_files(const char *dir, struct pt_cgroup_files *f,
 	n = read_kept(dir, "memory.current", &f->memory_current1, buf, 64);
 	if (n < 0)
 		return (int)n;
-	rc = parse_u64(buf, &s->memory_current);
+	rc = pt_cgroup_parse_u64(buf, &s->memory_current);
 	if (rc || !full)
 		return rc;
 	return sample_memory_stat(dir, s);

@@ -38,6 +38,11 @@ int pt_cgroup_walk(const char *root, pt_cgroup_visit_fn fn, void *arg);
 /* Parses a flat-keyed file's text ("key value\n"...); 0 or -ENOENT. Pure. */
 int pt_flat_keyed_get(const char *text, const char *key, uint64_t *out);
 
+/*
+ * A cgroup file's single value: "max" (UINT64_MAX) or a decimal byte or event count, then
+ * at most a newline; -EINVAL for anything else (a sign, a suffix, trailing text).
+ */
+int pt_cgroup_parse_u64(const char *s, uint64_t *out);
 int pt_cgroup_read_u64(const char *dir, const char *file, uint64_t *out);
 int pt_cgroup_read_key(const char *dir, const char *file, const char *key, uint64_t *out);
 /*

@@ -619,12 +619,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/*
-	 * The containers before the first question: a status asked right after start (the
-	 * control socket already listens; its connections wait for the loop) lists them.
+	 * Protection a pagetierd that did not stop cleanly left on the critical containers'
+	 * cgroups goes back to the operator's values before anything is tracked.
 	 */
 	snprintf(d.m.protect_path.state, sizeof(d.m.protect_path.state), "%s/protection",
 		 d.m.cfg.runtime_dir);
 	pt_protect_path_recover(&d.m.protect_path, d.m.cfg.cgroup_root);
+	/*
+	 * The containers before the first question: a status asked right after start (the
+	 * control socket already listens; its connections wait for the loop) lists them.
+	 */
 	d.m.last_rescan_ms = pt_now_ms();
 	pt_manager_rescan(&d.m);
 	pt_info("pagetierd started: %zu container policies from %s, polling every %llu ms, control socket %s",

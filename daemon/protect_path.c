@@ -16,25 +16,6 @@
 
 static const char *const file_names[PT_PROTECT_FILES] = { "memory.low", "memory.min" };
 
-int pt_protect_parse(const char *s, uint64_t *bytes)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!strncmp(s, "max", 3) && (s[3] == '\0' || s[3] == '\n')) {
-		*bytes = UINT64_MAX;
-		return 0;
-	}
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || (*end != '\0' && *end != '\n'))
-		return -EINVAL;
-	*bytes = v;
-	return 0;
-}
-
 static uint64_t round_up(uint64_t v, uint64_t to)
 {
 	return v > UINT64_MAX - to ? UINT64_MAX / to * to : (v + to - 1) / to * to;
@@ -118,7 +99,7 @@ static bool save(struct pt_protect_cgroup *c, const char *dir)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, file_names[f]);
 		n = pt_read_file(path, c->saved[f], sizeof(c->saved[f]));
-		if (n <= 0 || pt_protect_parse(c->saved[f], &c->saved_bytes[f])) {
+		if (n <= 0 || pt_cgroup_parse_u64(c->saved[f], &c->saved_bytes[f])) {
 			c->saved[f][0] = '\0';
 			if (!c->failed)
 				pt_warn("cgroup %s: cannot read %s (%s): the critical containers in it are protected only as far as it allows",
@@ -344,7 +325,7 @@ unsigned int pt_protect_path_recover(struct pt_protect_path *pp, const char *roo
 			continue;
 		snprintf(dir, sizeof(dir), "%s%s/%s", root, line + at, file);
 		/* Changed since (by the operator, say): theirs now, left alone. */
-		if (pt_read_file(dir, now, sizeof(now)) <= 0 || pt_protect_parse(now, &cur) ||
+		if (pt_read_file(dir, now, sizeof(now)) <= 0 || pt_cgroup_parse_u64(now, &cur) ||
 		    cur != written)
 			continue;
 		snprintf(dir, sizeof(dir), "%s%s", root, line + at);

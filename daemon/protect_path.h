@@ -59,9 +59,6 @@ struct pt_protect_path {
 	char state[4096];
 };
 
-/* "max" or a byte count, as memory.low and memory.min read; -EINVAL for anything else. */
-int pt_protect_parse(const char *s, uint64_t *bytes);
-
 /*
  * The protection for critical containers using @need bytes, given @written now: @written
  * while it covers @need with a sixteenth to spare and is at most twice @need plus a granule

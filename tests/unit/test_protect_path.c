@@ -25,16 +25,16 @@ static void test_parse(void **state)
 	uint64_t v;
 
 	(void)state;
-	assert_int_equal(pt_protect_parse("max\n", &v), 0);
+	assert_int_equal(pt_cgroup_parse_u64("max\n", &v), 0);
 	assert_true(v == UINT64_MAX);
-	assert_int_equal(pt_protect_parse("0\n", &v), 0);
+	assert_int_equal(pt_cgroup_parse_u64("0\n", &v), 0);
 	assert_true(v == 0);
-	assert_int_equal(pt_protect_parse("268435456", &v), 0);
+	assert_int_equal(pt_cgroup_parse_u64("268435456", &v), 0);
 	assert_true(v == 256 * MiB);
-	assert_int_equal(pt_protect_parse("", &v), -EINVAL);
-	assert_int_equal(pt_protect_parse("-1", &v), -EINVAL);
-	assert_int_equal(pt_protect_parse("12k", &v), -EINVAL);
-	assert_int_equal(pt_protect_parse("maxi", &v), -EINVAL);
+	assert_int_equal(pt_cgroup_parse_u64("", &v), -EINVAL);
+	assert_int_equal(pt_cgroup_parse_u64("-1", &v), -EINVAL);
+	assert_int_equal(pt_cgroup_parse_u64("12k", &v), -EINVAL);
+	assert_int_equal(pt_cgroup_parse_u64("maxi", &v), -EINVAL);
 }
 
 static void test_target(void **state)
@@ -99,7 +99,7 @@ static uint64_t value_of(const char *root, const char *rel, const char *file)
 	uint64_t v = 0;
 
 	snprintf(path, sizeof(path), "%s/%s/%s", root, rel, file);
-	if (pt_read_file(path, buf, sizeof(buf)) <= 0 || pt_protect_parse(buf, &v))
+	if (pt_read_file(path, buf, sizeof(buf)) <= 0 || pt_cgroup_parse_u64(buf, &v))
 		fail_msg("%s unreadable", path);
 	return v;
 }
