@@ -77,6 +77,10 @@ int pt_workers_start_nice(struct pt_workers *w, int n_threads, int nice)
 	for (int i = 0; i < n_threads; i++) {
 		int rc = pthread_create(&w->threads[i], NULL, worker_main, w);
 
+		/* top -H, ps -L and /proc/PID/task/TID/comm tell the pools apart. */
+		if (!rc)
+			pthread_setname_np(w->threads[i], nice ? "pt-background" : "pt-worker");
+
 		if (rc) {
 			pt_workers_stop(w, NULL);
 			return -rc;
