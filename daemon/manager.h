@@ -96,8 +96,21 @@ struct pt_manager {
 	/* MemAvailable (meminfo_path) at mem_available_ms; UINT64_MAX: unknown. */
 	uint64_t mem_available;
 	uint64_t mem_available_ms;
-	/* Cold offloads not made: MemAvailable was above cold_watermark (config.h). */
+	uint64_t mem_available_reads;	/* which reading it is */
+	/*
+	 * Cold offloads not made: MemAvailable was above cold_watermark (config.h), or the
+	 * shortfall below it was already asked for (cold_budget).
+	 */
 	uint64_t cold_deferred_plenty;
+	/*
+	 * What cold offload may still ask for until MemAvailable is read again: the shortfall
+	 * below cold_watermark less cold_inflight, the bytes of cold offloads (free_watermark's
+	 * too, which counts them likewise) submitted and not done yet. cold_budget_read: the
+	 * MemAvailable reading (mem_available_reads) it was computed from.
+	 */
+	uint64_t cold_budget;
+	uint64_t cold_budget_read;
+	uint64_t cold_inflight;
 	/*
 	 * The NVMe drives under the tiers and their write budget (wear.h): pagetierd samples
 	 * them (nvme.c) and the manager obeys wear.level, as it does fill_level.

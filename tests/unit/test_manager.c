@@ -817,6 +817,74 @@ static void test_cold_waits_for_memory_need(void **state)
 	finish_all(&f->m, &f->r);
 }
 
+/* The chunks of the cold offloads recorded for @ctx. */
+static size_t cold_chunks(struct recorder *r, struct pt_context *ctx)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < r->n; i++)
+		if (r->a[i]->kind == PT_JOB_COLD && r->a[i]->cgroup_id == ctx->cgroup_id)
+			n += r->a[i]->n_ids;
+	return n;
+}
+
+/*
+ * Host-wide, cold offload asks for the shortfall below cold_watermark and no more: the
+ * first container scanned takes it, the next one scanned on a new reading of the same
+ * MemAvailable (the first offload not done yet) nothing; once it is done and the host is
+ * still short, the next one's turn. Before, each took up to offload_rate's worth.
+ */
+static void test_cold_takes_the_shortfall_only(void **state)
+{
+	struct fixture *f = *state;
+	const unsigned long long wm_kb = 2ULL << 20, short_kb = 6 * 64;	/* 6 chunks */
+	struct pt_context *web, *db;
+	uint64_t t = pt_now_ms();
+
+	reload_policies(f,
+			"[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 32s\n"
+			"resident_floor = 0\n\n[db]\nmatch_cgroup = /ct/db\nidle_threshold = 60s\n"
+			"cold_after = 32s\nresident_floor = 0\n");
+	f->m.cfg.free_watermark = 1ULL << 30;	/* cold_watermark auto: 2 GiB */
+	f->m.cfg.offload_rate = 32 << 16;	/* 32 chunks per scan interval per container */
+	set_available(f, 4000000);
+	pt_manager_tick(&f->m, t);
+	finish_all(&f->m, &f->r);
+	web = ctx_named(&f->m, "web");
+	db = ctx_named(&f->m, "db");
+	feed_scan(&f->m, web, true);
+	feed_scan(&f->m, db, true);
+	finish_all(&f->m, &f->r);
+	for (int e = 0; e < 40; e++) {
+		feed_scan(&f->m, web, false);
+		feed_scan(&f->m, db, false);
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(f->m.cold_inflight, 0);
+	/* Short by 6 chunks: web, scanned first, asks for those 6 of its 32 cold ones. */
+	set_available(f, wm_kb - short_kb);
+	f->m.mem_available_ms = 0;
+	feed_scan(&f->m, web, false);
+	assert_int_equal(cold_chunks(&f->r, web), 6);
+	assert_int_equal(f->m.cold_inflight, 6 << 16);
+	/* A new reading, web's offload not landed yet: nothing left for db. */
+	f->m.mem_available_ms = 0;
+	feed_scan(&f->m, db, false);
+	assert_int_equal(count(&f->r, db, PT_JOB_COLD), 0);
+	/* Done, and the host still short: db's turn, for the shortfall again. */
+	finish_all(&f->m, &f->r);
+	assert_int_equal(f->m.cold_inflight, 0);
+	f->m.mem_available_ms = 0;
+	feed_scan(&f->m, db, false);
+	assert_int_equal(cold_chunks(&f->r, db), 6);
+	finish_all(&f->m, &f->r);
+	/* cold_watermark off: offload_rate's worth, as before. */
+	f->m.cfg.cold_watermark = 0;
+	feed_scan(&f->m, web, false);
+	assert_int_equal(cold_chunks(&f->r, web), 26);	/* its 32, less the 6 gone */
+	finish_all(&f->m, &f->r);
+}
+
 /*
  * Idle, after its offload: swap cache nobody maps (what its timers' faults read ahead) is
  * trimmed after a scan once it exceeds PT_IDLE_STRAY_SWAPCACHE, never a mapped page's worth.
@@ -1176,6 +1244,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_offload_paced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_waits_for_memory_need, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cold_takes_the_shortfall_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quiet_contexts_follow_events, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_safety_sample_reads_memory_stat_only_when_something_moved,
 						setup, teardown),
