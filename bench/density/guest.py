@@ -27,6 +27,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -133,6 +134,13 @@ def cpu_busy_ticks():
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
     return sum(v) - v[3] - v[4]
+
+
+def irq_ticks():
+    """The guest's CPU time in hard and soft interrupts (I/O completions), all CPUs."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[5] + v[6]
 
 
 class RedisServer:
@@ -314,7 +322,8 @@ def start_pagetierd(work, scale):
         # the default (1 drive write per day) would bind at about N = 18 on what a real
         # drive would not notice. The budget is a test of its own (tests/e2e/wear_budget.py).
         f.write(f"[daemon]\nruntime_dir = {conf}/run\n"
-                f"free_watermark = {free_watermark_mib()}M\nwrite_budget = off\n")
+                f"free_watermark = {free_watermark_mib()}M\nwrite_budget = off\n"
+                f"log_level = {os.environ.get('PAGETIERD_LOG_LEVEL', 'info')}\n")
     with open(os.path.join(conf, "containers.d", "density.conf"), "w") as f:
         for c in CRIT:
             f.write(f"[{c}]\nmatch_cgroup = /{PARENT}/{c}\nclass = critical\n\n")
@@ -366,6 +375,22 @@ def sectors_written(dev):
     """Sectors written to block device @dev (/dev/X) since boot: the drive's wear."""
     with open(f"/sys/block/{os.path.basename(dev)}/stat") as f:
         return int(f.read().split()[6])
+
+
+def thread_cpu_seconds(pid):
+    """{thread name: [user s, system s]} of @pid's threads (pagetierd names its pools)."""
+    hz, out = os.sysconf("SC_CLK_TCK"), {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                head, tail = f.read().rsplit(")", 1)
+        except OSError:
+            continue	# the thread ended
+        name, fields = head.split("(", 1)[1], tail.split()
+        t = out.setdefault(name, [0.0, 0.0])
+        t[0] += int(fields[11]) / hz
+        t[1] += int(fields[12]) / hz
+    return out
 
 
 def cpu_seconds(pid):
@@ -471,7 +496,9 @@ def main():
         cw0 = {c: stall_us(c, "cpu") for c in CRIT}
         cc0 = {x: cg_cpu_us(x) for x in list(CRIT) + names0}
         ks0, busy0 = kernel_threads_ticks("kswapd"), cpu_busy_ticks()
+        kw0, irq0 = kernel_threads_ticks("kworker"), irq_ticks()
         pd0 = cpu_seconds(daemon.pid) if daemon else 0
+        pt0 = thread_cpu_seconds(daemon.pid) if daemon else {}
         noise.take()
         res = client.run(measure_s)
         vm1, mi = vmstat(), meminfo()
@@ -481,9 +508,18 @@ def main():
             "crit_cpu_s": round(sum(cg_cpu_us(c) - cc0[c] for c in CRIT) / 1e6, 2),
             "noise_cpu_s": round(sum(cg_cpu_us(x) - cc0[x] for x in names0) / 1e6, 2),
             "kswapd_cpu_s": round((kernel_threads_ticks("kswapd") - ks0) / hz, 2),
+            # The block layer's and the tier's deferred work (kworkers), and interrupts.
+            "kworker_cpu_s": round((kernel_threads_ticks("kworker") - kw0) / hz, 2),
+            "irq_cpu_s": round((irq_ticks() - irq0) / hz, 2),
             "busy_cpu_s": round((cpu_busy_ticks() - busy0) / hz, 2),
             "pagetierd_window_cpu_s": round(cpu_seconds(daemon.pid) - pd0, 2) if daemon else None,
         }
+        if daemon:
+            # Which of its threads, user and system: the main loop (samples, policy) runs
+            # at the default priority, the offload/scan pool at nice 19.
+            window_cpu["pagetierd_threads_cpu_s"] = {
+                k: [round(u - pt0.get(k, [0, 0])[0], 2), round(y - pt0.get(k, [0, 0])[1], 2)]
+                for k, (u, y) in thread_cpu_seconds(daemon.pid).items()}
         nlat, nfail = noise.take()
         nsum = summarize(nlat, nfail, measure_s, 1 / NOISE_CLIENT_SLEEP)
         alive = [s.name for s in servers if s.alive()]
@@ -523,7 +559,8 @@ def main():
             f"{step['swapped_MiB']} MiB swapped; written {step['device_written_MiB']} MiB; "
             f"CPU s busy {window_cpu['busy_cpu_s']}, critical {window_cpu['crit_cpu_s']} "
             f"(waited {sum(window_cpu['crit_cpu_wait_ms'].values())} ms), noise "
-            f"{window_cpu['noise_cpu_s']}, kswapd {window_cpu['kswapd_cpu_s']}, pagetierd "
+            f"{window_cpu['noise_cpu_s']}, kswapd {window_cpu['kswapd_cpu_s']}, kworkers "
+            f"{window_cpu['kworker_cpu_s']}, interrupts {window_cpu['irq_cpu_s']}, pagetierd "
             f"{window_cpu['pagetierd_window_cpu_s']}; "
             f"elapsed {step['elapsed_s']} s" + (f", about {per * left:.0f} s left" if per else ""))
         with open(out_path, "w") as f:
@@ -572,6 +609,9 @@ def main():
     if daemon:
         daemon.terminate()
         daemon.wait(30)
+        # Its log beside the results: what it offloaded, woke and held back, and when.
+        shutil.copy(os.path.join(work, "pagetierd.log"),
+                    os.path.join(os.environ.get("PT_OUT", "/tmp"), "pagetierd.log"))
     log(f"{config}: done in {time.monotonic() - t_begin:.0f} s")
 
 

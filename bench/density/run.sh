@@ -11,7 +11,9 @@
 #   env: KERNELS ("6.12"; also "6.1"), PROFILES ("unthrottled cloud"),
 #        CONFIGS ("noswap swap senpai damon pagetier swap-low"; damon needs 6.12),
 #        STEPS, MEASURE_S, SETTLE_S, RATE, CRIT_MB, NOISE_MB, TIME_SCALE, MAX_S,
-#        FREE_WATERMARK_DIV (pagetierd's free_watermark: RAM / it, default 8) (guest.py)
+#        FREE_WATERMARK_DIV (pagetierd's free_watermark: RAM / it, default 8),
+#        PAGETIERD_LOG_LEVEL (info; debug logs each scan: its CPU shows in the figures)
+#        (guest.py); pagetierd's log is kept beside the results
 #   QUICK=1: swap and pagetier, unthrottled, N = 0, 2, 4, short windows (a few minutes)
 #   SMOKE=1: what make test runs: pagetier, N = 0, 2, tiny data sets (the harness works
 #            end to end; its figures mean nothing; the other configurations share all of
@@ -52,7 +54,8 @@ for kv in "${kernels[@]}"; do
 	done
 done
 mkdir -p "$out"
-pass=(STEPS MEASURE_S SETTLE_S RATE CRIT_MB NOISE_MB TIME_SCALE MAX_S FREE_WATERMARK_DIV)
+pass=(STEPS MEASURE_S SETTLE_S RATE CRIT_MB NOISE_MB TIME_SCALE MAX_S FREE_WATERMARK_DIV
+	PAGETIERD_LOG_LEVEL)
 base_drive_opts=$PT_DRIVE_OPTS
 rc=0 i=0 t0=$(date +%s)
 for r in "${runs[@]}"; do
