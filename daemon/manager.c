@@ -313,9 +313,15 @@ static bool offload_held(struct pt_manager *m, bool count)
  * 16 noise containers under a cold_watermark of 60 MiB wrote 100 MiB in a 40 s window and
  * kept 150 MiB available, which their next requests read back from the drive.
  */
+/* a - b, or 0 where b is larger. */
+static uint64_t sub_floor(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
 static uint64_t cold_allowance(struct pt_manager *m, uint64_t now)
 {
-	uint64_t wm = pt_config_cold_watermark(&m->cfg), avail, shortfall;
+	uint64_t wm = pt_config_cold_watermark(&m->cfg), avail;
 
 	if (!wm)
 		return UINT64_MAX;
@@ -324,8 +330,7 @@ static uint64_t cold_allowance(struct pt_manager *m, uint64_t now)
 		return UINT64_MAX;
 	if (m->cold_budget_read != m->mem_available_reads) {
 		m->cold_budget_read = m->mem_available_reads;
-		shortfall = avail < wm ? wm - avail : 0;
-		m->cold_budget = shortfall > m->cold_inflight ? shortfall - m->cold_inflight : 0;
+		m->cold_budget = sub_floor(sub_floor(wm, avail), m->cold_inflight);
 	}
 	return m->cold_budget;
 }
@@ -354,11 +359,12 @@ static void submit_cold(struct pt_manager *m, struct pt_context *ctx, uint64_t n
 	}
 	a = pt_context_cold(ctx, m->cfg.scan_interval_ms, max);
 	if (a) {
+		uint64_t bytes = cold_bytes(m, a);
+
 		ctx->last_cold_ms = now;
-		m->cold_inflight += cold_bytes(m, a);
+		m->cold_inflight += bytes;
 		if (allow != UINT64_MAX)
-			m->cold_budget -= cold_bytes(m, a) < m->cold_budget ? cold_bytes(m, a) :
-									  m->cold_budget;
+			m->cold_budget = sub_floor(m->cold_budget, bytes);
 		submit(m, a);
 	}
 }
@@ -369,8 +375,7 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 	enum pt_job_kind kind = a->kind;
 
 	if (kind == PT_JOB_COLD)
-		m->cold_inflight -= cold_bytes(m, a) < m->cold_inflight ? cold_bytes(m, a) :
-									 m->cold_inflight;
+		m->cold_inflight = sub_floor(m->cold_inflight, cold_bytes(m, a));
 	pt_context_apply(ctx, a);
 	if (ctx && kind == PT_JOB_SCAN && !ctx->wake_pending) {
 		/* Unused prefetch first: it is the cheapest memory to give back. */
@@ -547,10 +552,9 @@ static void keep_watermark(struct pt_manager *m, uint64_t now)
 	if (avail >= m->cfg.free_watermark)
 		return;
 	/* Offloads asked for and not done yet count: they will free what they write. */
-	need = m->cfg.free_watermark - avail;
-	if (need <= m->cold_inflight)
+	need = sub_floor(m->cfg.free_watermark - avail, m->cold_inflight);
+	if (!need)
 		return;
-	need -= m->cold_inflight;
 	per_ctx_max = m->cfg.offload_rate * m->cfg.scan_interval_ms / 1000;
 	src = calloc(m->n_ctxs + 1, sizeof(*src));
 	map = calloc(m->n_ctxs + 1, sizeof(*map));

@@ -568,7 +568,7 @@ static void render_fill(FILE *out, const struct pt_manager *m)
 	single_u64(out, "pagetier_offloads_deferred_total", "counter",
 		   "Offloads held back because the tiers were full.", m->fill_deferred);
 	single_u64(out, "pagetier_cold_offloads_deferred_plenty_total", "counter",
-		   "Cold offloads of active containers not made: MemAvailable above cold_watermark.",
+		   "Cold offloads of active containers not made: MemAvailable above cold_watermark, or its shortfall already asked for.",
 		   m->cold_deferred_plenty);
 }
 

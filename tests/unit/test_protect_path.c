@@ -198,14 +198,26 @@ static void test_unreadable_cgroup_is_skipped(void **state)
 	fx_rmtree(root);
 }
 
+/* What @show prints of @pp, as a malloc'd string. */
+static char *render(void (*show)(FILE *, const struct pt_protect_path *),
+		    const struct pt_protect_path *pp)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_non_null(out);
+	show(out, pp);
+	fclose(out);
+	return buf;
+}
+
 /* What pagetierctl status shows of it, in text and JSON. */
 static void test_status(void **state)
 {
 	char *root = fx_tmpdir();
 	struct pt_protect_path pp = { 0 };
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out;
+	char *buf;
 
 	(void)state;
 	tree(root);
@@ -213,17 +225,13 @@ static void test_status(void **state)
 	pt_protect_path_add(&pp, "/svc/db", 200 * MiB);
 	pt_protect_path_add(&pp, "/ops/crit", 500 * MiB);	/* ops: the operator's, not shown */
 	pt_protect_path_apply(&pp, root);
-	out = open_memstream(&buf, &len);
-	pt_protect_path_status_text(out, &pp);
-	fclose(out);
+	buf = render(pt_protect_path_status_text, &pp);
 	assert_string_equal(buf,
 		"protection: /svc memory.low 256 MiB, memory.min 256 MiB for 200 MiB of critical containers\n"
 		"protection: /svc/db memory.min 256 MiB for 200 MiB of critical containers\n"
 		"protection: /ops/crit memory.min 576 MiB for 500 MiB of critical containers\n");
 	free(buf);
-	out = open_memstream(&buf, &len);
-	pt_protect_path_status_json(out, &pp);
-	fclose(out);
+	buf = render(pt_protect_path_status_json, &pp);
 	assert_string_equal(buf,
 		"[{\"cgroup\":\"/svc\",\"need_bytes\":209715200,\"low_bytes\":268435456,\"min_bytes\":268435456},"
 		"{\"cgroup\":\"/svc/db\",\"need_bytes\":209715200,\"low_bytes\":0,\"min_bytes\":268435456},"
