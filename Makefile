@@ -221,7 +221,8 @@ faults: all
 # time), then the VM suite (plus the debug_faults scenario and a kmemleak scan) and the
 # blkdebug fault injection on it. Too long for make test: run it before every change to kmod/.
 test-debug: deps all
-	@set -e; kv=$$(tests/vm/debug-kernel.sh | tail -n 1); rc=0; \
+	@set -e; kv=$$(tests/vm/debug-kernel.sh) || { echo "test-debug: the debug kernel did not build" >&2; exit 1; }; \
+	 kv=$$(tail -n 1 <<<"$$kv"); [ -n "$$kv" ] || { echo "test-debug: no debug kernel release" >&2; exit 1; }; rc=0; \
 	 PT_VM_TIMEOUT=$${PT_VM_TIMEOUT:-7200} PT_STEP_SCALE=$${PT_STEP_SCALE:-4} \
 	   tests/vm/run-suite.sh $$kv || rc=1; \
 	 PT_FAULTS_TIMEOUT=$${PT_FAULTS_TIMEOUT:-1200} tests/vm/faults/run.sh $$kv || rc=1; \

@@ -90,7 +90,9 @@ if [ ! -f "$out/stamp" ] || [ "$(cat "$out/stamp")" != "$stamp_in" ] ||
 	# An object left by a build killed part way can export its symbols without their
 	# versions (modpost: "has no CRC"): the guest then refuses every module that uses them
 	# ("no symbol version for blk_mq_...", seen once with block/blk-mq.o). Rebuilt here.
-	stale=$(grep -o '"[A-Za-z0-9_]*" \[.*\] has no CRC' "$out/build.log" | cut -d'"' -f2 | sort -u)
+	# (grep finds nothing in a clean build: not a failure under pipefail.)
+	stale=$( { grep -o '"[A-Za-z0-9_]*" \[.*\] has no CRC' "$out/build.log" || true; } |
+		cut -d'"' -f2 | sort -u)
 	if [ -n "$stale" ]; then
 		objs=$(cd "$src" && grep -rlE --include='*.c' \
 			"EXPORT_SYMBOL[A-Z_]*\(($(echo $stale | tr ' ' '|'))\)" block kernel mm fs lib drivers |
@@ -112,13 +114,17 @@ kv=$(cd "$src" && make -s kernelrelease)
 
 # Installed as a Debian kernel is, so that the VM harness boots it like the others
 # (tests/vm/lib.sh: /boot/vmlinuz-KV, its modules from /lib/modules/KV through virtme-ng).
+# A build that added only a module leaves bzImage as it was: the stamp of the build
+# installed says whether the modules are current too.
 if [ ! -f "/boot/vmlinuz-$kv" ] || ! cmp -s "$src/arch/x86/boot/bzImage" "/boot/vmlinuz-$kv" ||
-   [ ! -f "/lib/modules/$kv/modules.dep" ]; then
+   [ ! -f "/lib/modules/$kv/modules.dep" ] ||
+   ! cmp -s "$out/stamp" "/lib/modules/$kv/pagetier-debug.stamp"; then
 	log "installing /boot/vmlinuz-$kv and /lib/modules/$kv"
 	(cd "$src" && make -s modules_install >"$out/install.log" 2>&1) ||
 		{ tail -20 "$out/install.log" >&2; die "modules_install failed (build/debug-kernel/install.log)"; }
 	cp "$src/arch/x86/boot/bzImage" "/boot/vmlinuz-$kv"
 	cp "$src/.config" "/boot/config-$kv"
+	cp "$out/stamp" "/lib/modules/$kv/pagetier-debug.stamp"
 fi
 
 # pagetier.ko for the debug kernel, from the current sources, where the harness looks.
