@@ -109,44 +109,12 @@ static void drop_file_set(struct pt_context *ctx)
 
 void pt_context_release(struct pt_context *ctx)
 {
-	if (ctx->memory_low_set) {
-		/* Best effort: the cgroup may be gone, which is fine. */
-		pt_cgroup_write(ctx->dir, "memory.low", ctx->saved_memory_low);
-		ctx->memory_low_set = false;
-	}
 	drop_wake_set(ctx);
 	drop_file_set(ctx);
 	pt_cgroup_files_close(&ctx->files);
 	if (ctx->hot_ok)
 		pt_hot_free(&ctx->hot);
 	ctx->hot_ok = false;
-}
-
-void pt_context_protect(struct pt_context *ctx)
-{
-	char path[PATH_MAX];
-	ssize_t n;
-	int rc;
-
-	if (ctx->policy.class != PT_CLASS_CRITICAL || ctx->memory_low_set)
-		return;
-	snprintf(path, sizeof(path), "%s/memory.low", ctx->dir);
-	n = pt_read_file(path, ctx->saved_memory_low, sizeof(ctx->saved_memory_low));
-	if (n <= 0) {
-		pt_warn("%s: cannot read memory.low (%s): critical container left unprotected",
-			ctx->policy.name, strerror(n < 0 ? (int)-n : EIO));
-		return;
-	}
-	ctx->saved_memory_low[strcspn(ctx->saved_memory_low, "\n")] = '\0';
-	rc = pt_cgroup_write(ctx->dir, "memory.low", "max");
-	if (rc) {
-		pt_warn("%s: cannot set memory.low=max (%s): critical container left unprotected",
-			ctx->policy.name, strerror(-rc));
-		return;
-	}
-	ctx->memory_low_set = true;
-	pt_info("%s: critical: memory.low=max (was %s); never offloaded", ctx->policy.name,
-		ctx->saved_memory_low);
 }
 
 static void free_set(struct pt_proc_ranges *set, int n)

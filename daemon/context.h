@@ -113,10 +113,6 @@ struct pt_context {
 	struct pt_proc_ranges *file_set;
 	int n_file_set;
 
-	/* memory.low as found, restored when the daemon lets go of a critical container. */
-	char saved_memory_low[32];
-	bool memory_low_set;
-
 	/* Reclaim passes left to drop the written-back swap cache after an offload. */
 	int settle_passes;
 	/* The idle working set kept resident at the last idle (upper bound), bytes. */
@@ -207,8 +203,6 @@ double pt_context_write_amp(const struct pt_context *ctx);
 /* The tiers' bytes-written count for it: the first call sets the baseline. */
 void pt_context_tier_written(struct pt_context *ctx, uint64_t total);
 void pt_context_release(struct pt_context *ctx);
-/* Applies class-specific protection (memory.low for critical containers). */
-void pt_context_protect(struct pt_context *ctx);
 
 /*
  * Actions. Each returns a job to submit to the worker pool, or NULL when there is nothing

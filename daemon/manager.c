@@ -156,7 +156,6 @@ static void visit_cgroup(const char *relpath, uint64_t id, void *arg)
 		(unsigned long long)(p->idle.working_set_bytes >> 10),
 		(unsigned long long)(p->idle.fresh_bytes >> 10),
 		(unsigned long long)p->cold_after_ms);
-	pt_context_protect(ctx);
 }
 
 /*
@@ -787,7 +786,7 @@ static void keep_protection(struct pt_manager *m, uint64_t now)
 	for (size_t i = 0; i < m->n_ctxs; i++) {
 		const struct pt_context *ctx = &m->ctxs[i];
 
-		if (ctx->memory_low_set &&
+		if (ctx->policy.class == PT_CLASS_CRITICAL &&
 		    pt_protect_path_add(&m->protect_path, ctx->relpath, ctx->sample.memory_current))
 			pt_warn("out of memory: %s's protection is not kept", ctx->policy.name);
 	}
@@ -806,7 +805,6 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 	m->last_tick_ms = now;
 	m->ticks++;
 	check_fill(m, now);
-	keep_protection(m, now);
 	if (!m->last_rescan_ms ||
 	    (now - m->last_rescan_ms >= m->rescan_interval_ms &&
 	     (pt_cgroup_watch_walk_due(&m->watch) ||
@@ -883,6 +881,8 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		m->due_ms[i] = pt_sample_taken(&ctx->pace, quiet(ctx), m->bpf_wakeups, ctx->signals,
 					       now);
 	}
+	/* After the samples: a critical container found by this tick's walk is covered now. */
+	keep_protection(m, now);
 }
 
 int pt_manager_prefetch(struct pt_manager *m, const char *name, FILE *out)

@@ -82,10 +82,34 @@ int pt_protect_path_add(struct pt_protect_path *pp, const char *relpath, uint64_
 	}
 }
 
-/* The files pagetierd writes on @c: a critical container keeps its own memory.low=max. */
-static bool writes_file(const struct pt_protect_cgroup *c, int f)
+/*
+ * What file @f of @c is to hold: a critical container's own memory.low is "max" (UINT64_MAX;
+ * what its own child cgroups share), everything else covers the need.
+ */
+static uint64_t file_target(const struct pt_protect_cgroup *c, int f)
 {
-	return f == PT_PROTECT_MIN || !c->critical;
+	if (c->critical && f == PT_PROTECT_LOW)
+		return c->need ? UINT64_MAX : 0;
+	return pt_protect_target(c->need, c->written[f]);
+}
+
+/* @v as a protection file holds it ("max" or bytes), and as the log shows it. */
+static const char *file_value(uint64_t v, char *buf, size_t size)
+{
+	if (v == UINT64_MAX)
+		snprintf(buf, size, "max");
+	else
+		snprintf(buf, size, "%" PRIu64, v);
+	return buf;
+}
+
+static const char *shown(uint64_t v, char *buf, size_t size)
+{
+	if (v == UINT64_MAX)
+		snprintf(buf, size, "max");
+	else
+		snprintf(buf, size, "%" PRIu64 " MiB", v >> 20);
+	return buf;
 }
 
 /* Reads and keeps the operator's values of @c the first time; false if it cannot. */
@@ -95,7 +119,7 @@ static bool save(struct pt_protect_cgroup *c, const char *dir)
 		char path[PATH_MAX];
 		ssize_t n;
 
-		if (!writes_file(c, f) || c->saved[f][0])
+		if (c->saved[f][0])
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, file_names[f]);
 		n = pt_read_file(path, c->saved[f], sizeof(c->saved[f]));
@@ -190,14 +214,13 @@ static void drop(struct pt_protect_path *pp, size_t i)
 /* Writes file @f of @c for its need; 1 if it wrote. */
 static unsigned int apply_file(struct pt_protect_cgroup *c, const char *dir, int f)
 {
-	uint64_t target = pt_protect_target(c->need, c->written[f]);
-	char val[32];
+	uint64_t target = file_target(c, f);
+	char val[32], show[32];
 	int rc;
 
 	if (target == c->written[f])
 		return 0;
-	snprintf(val, sizeof(val), "%" PRIu64, target);
-	rc = pt_cgroup_write(dir, file_names[f], val);
+	rc = pt_cgroup_write(dir, file_names[f], file_value(target, val, sizeof(val)));
 	if (rc) {
 		if (!c->failed)
 			pt_warn("cgroup %s: cannot set %s=%s (%s): the %" PRIu64 " MiB of critical containers in it are protected only up to its %s",
@@ -206,12 +229,13 @@ static unsigned int apply_file(struct pt_protect_cgroup *c, const char *dir, int
 		c->failed = true;
 		return 0;
 	}
+	shown(target, show, sizeof(show));
 	if (!c->written[f])
-		pt_info("cgroup %s: %s=%" PRIu64 " MiB (was %s), covering the %" PRIu64 " MiB of critical containers in it",
-			c->relpath, file_names[f], target >> 20, c->saved[f], c->need >> 20);
+		pt_info("cgroup %s: %s=%s (was %s), covering the %" PRIu64 " MiB of critical containers in it",
+			c->relpath, file_names[f], show, c->saved[f], c->need >> 20);
 	else
-		pt_debug("cgroup %s: %s=%" PRIu64 " MiB for %" PRIu64 " MiB of critical containers",
-			 c->relpath, file_names[f], target >> 20, c->need >> 20);
+		pt_debug("cgroup %s: %s=%s for %" PRIu64 " MiB of critical containers",
+			 c->relpath, file_names[f], show, c->need >> 20);
 	c->written[f] = target;
 	c->failed = false;
 	return 1;
@@ -236,10 +260,8 @@ unsigned int pt_protect_path_apply(struct pt_protect_path *pp, const char *root)
 		if (!save(c, dir))
 			continue;
 		for (int f = 0; f < PT_PROTECT_FILES; f++) {
-			if (!writes_file(c, f))
-				continue;
 			/* The operator's own value covers it: leave it (put it back if ours is up). */
-			if (c->saved_bytes[f] >= pt_protect_target(c->need, c->written[f]))
+			if (c->saved_bytes[f] >= file_target(c, f))
 				writes += restore(c, root, f);
 			else
 				writes += apply_file(c, dir, f);
@@ -256,6 +278,7 @@ void pt_protect_path_status_text(FILE *out, const struct pt_protect_path *pp)
 	for (size_t i = 0; i < pp->n; i++) {
 		const struct pt_protect_cgroup *c = &pp->c[i];
 		const char *sep = "";
+		char show[32];
 
 		if (!c->written[PT_PROTECT_LOW] && !c->written[PT_PROTECT_MIN])
 			continue;
@@ -263,7 +286,8 @@ void pt_protect_path_status_text(FILE *out, const struct pt_protect_path *pp)
 		for (int f = 0; f < PT_PROTECT_FILES; f++) {
 			if (!c->written[f])
 				continue;
-			fprintf(out, "%s %s %" PRIu64 " MiB", sep, file_names[f], c->written[f] >> 20);
+			fprintf(out, "%s %s %s", sep, file_names[f],
+				shown(c->written[f], show, sizeof(show)));
 			sep = ",";
 		}
 		fprintf(out, " for %" PRIu64 " MiB of critical containers\n", c->need >> 20);

@@ -2,8 +2,8 @@
 /*
  * The kernel's memory protection along a critical container's path.
  *
- * pagetierd sets memory.low=max on a critical container, and that alone protects nothing
- * in the common case, for two reasons measured in the VM (tests/e2e/critical_low.py):
+ * memory.low=max on a critical container alone protects nothing in the common case, for
+ * two reasons measured in the VM (tests/e2e/critical_low.py):
  *
  * - A cgroup's protection is bounded by its ancestors' (cgroup-v2.rst: "Effective low
  *   boundary is limited by memory.low values of all ancestor cgroups"; a top-level
@@ -23,6 +23,9 @@
  * unclaimed protection spreads to its other children, and the besteffort neighbours would
  * be protected too; and memory.min is a hard guarantee (the kernel goes to the OOM killer
  * before it takes protected memory), so it follows the critical containers' real use.
+ * The critical container's own memory.low is "max": what it spreads to is its own child
+ * cgroups, and it covers growth between two passes. Every value written is kept in the
+ * state file, so that a pagetierd killed with them in place has them put back by the next.
  */
 #ifndef PAGETIER_PROTECT_PATH_H
 #define PAGETIER_PROTECT_PATH_H
@@ -39,10 +42,10 @@ enum pt_protect_file { PT_PROTECT_LOW, PT_PROTECT_MIN, PT_PROTECT_FILES };
 /* A cgroup pagetierd holds protection on: an ancestor (both files) or a critical one (min). */
 struct pt_protect_cgroup {
 	char *relpath;			/* "/a/b" below the cgroup root */
-	bool critical;			/* the critical container itself: memory.min only */
+	bool critical;			/* the critical container itself: memory.low is "max" */
 	char saved[PT_PROTECT_FILES][32];	/* the value before pagetierd wrote it, to put back */
 	uint64_t saved_bytes[PT_PROTECT_FILES];	/* ... parsed (UINT64_MAX: "max") */
-	uint64_t written[PT_PROTECT_FILES];	/* what pagetierd wrote last (0: nothing) */
+	uint64_t written[PT_PROTECT_FILES];	/* what pagetierd wrote last (0: nothing; UINT64_MAX: "max") */
 	uint64_t need;			/* this pass: the critical containers' usage in it */
 	bool failed;			/* a read or write was refused: warned once */
 };

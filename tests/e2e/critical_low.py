@@ -221,12 +221,14 @@ def main():
         daemon.kill()
         daemon.wait(20)
         left = {f: read("", f) for f in ("memory.low", "memory.min")}
+        left["crit memory.low"] = read("crit", "memory.low")
         os.unlink(os.path.join(conf, "containers.d", "crit.conf"))
         daemon = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
                                   stdout=open(logpath, "w"), stderr=subprocess.STDOUT)
         wait_for(lambda: status_json(runtime) is not None, 20)
         back = {f"parent {f}": read("", f) for f in ("memory.low", "memory.min")}
         back["crit memory.min"] = read("crit", "memory.min")
+        back["crit memory.low"] = read("crit", "memory.low")
         tap.ok(all(v != "0" for v in left.values()) and all(v == "0" for v in back.values()),
                f"after a SIGKILL ({left} left), the next pagetierd puts them back: {back}",
                open(logpath).read())

@@ -155,8 +155,12 @@ def critical(tap, work, runtime):
     if not wait_for(lambda: all(os.path.exists(v[1]) for v in procs.values()), 180, step=0.1):
         tap.bail("critical scenario: workloads did not become ready")
     st = (status_json(runtime) or {}).get("crit", {})
-    with open(os.path.join(e2elib.CG, PARENT, "crit", "memory.low")) as f:
-        low = f.read().strip()
+    def crit_low():
+        with open(os.path.join(e2elib.CG, PARENT, "crit", "memory.low")) as f:
+            return f.read().strip()
+    # Set at the first scan interval that has sampled it.
+    wait_for(lambda: crit_low() == "max", 10, step=0.1)
+    low = crit_low()
     tap.ok(low == "max", f"crit: pagetierd set memory.low ({low})", json.dumps(st))
     # Squeeze: the parent's limit is 200 MiB below what the three use.
     total = sum(cgu(n, "memory.current") for n in ("crit", "n1", "n2", "hc", "sleeper")

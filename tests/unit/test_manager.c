@@ -108,6 +108,8 @@ static void cgroup(const char *root, const char *rel, uint64_t usage)
 	fx_write(root, path, "0\n");
 	snprintf(path, sizeof(path), "%s/memory.low", rel);
 	fx_write(root, path, "0\n");
+	snprintf(path, sizeof(path), "%s/memory.min", rel);
+	fx_write(root, path, "0\n");
 }
 
 struct fixture {
@@ -198,7 +200,8 @@ static void test_contexts_follow_the_tree(void **state)
 	assert_non_null(ctx_named(&f->m, "web"));
 	assert_non_null(ctx_named(&f->m, "db"));
 	assert_int_equal(f->r.n_tracked, 2);
-	/* The critical container is protected. */
+	/* The critical container is protected from the first tick that samples it. */
+	pt_manager_tick(&f->m, pt_now_ms());
 	snprintf(path, sizeof(path), "%s/ct/db/memory.low", f->root);
 	{
 		char buf[32] = "";

@@ -3,8 +3,8 @@
  * Memory protection along a critical container's path (protect_path.h): the target's
  * hysteresis, the cgroups of a path, and the writes over a fake cgroup tree: memory.low and
  * memory.min of the ancestors and memory.min of the critical container raised for what it
- * uses, the operator's larger values left alone, put back when no critical container is
- * left and on release.
+ * uses, its memory.low "max", the operator's larger values left alone, put back when no
+ * critical container is left, on release, and by the next pagetierd after a SIGKILL.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -112,7 +112,7 @@ static void tree(const char *root)
 		char rel[64];
 
 		snprintf(rel, sizeof(rel), "%s/memory.low", cgs[i]);
-		fx_write(root, rel, strchr(cgs[i], '/') ? "max\n" : "0\n");
+		fx_write(root, rel, "0\n");
 		snprintf(rel, sizeof(rel), "%s/memory.min", cgs[i]);
 		fx_write(root, rel, "0\n");
 	}
@@ -131,12 +131,13 @@ static void test_apply_and_put_back(void **state)
 	pt_protect_path_add(&pp, "/svc/db", 200 * MiB);
 	pt_protect_path_add(&pp, "/svc/web", 30 * MiB);
 	pt_protect_path_add(&pp, "/ops/crit", 500 * MiB);
-	/* svc: low and min; db, web, crit: min; ops: left as the operator set it. */
-	assert_int_equal(pt_protect_path_apply(&pp, root), 5);
+	/* svc, db, web, crit: low and min; ops: left as the operator set it. */
+	assert_int_equal(pt_protect_path_apply(&pp, root), 8);
 	assert_true(value_of(root, "svc", "memory.low") == 288 * MiB);	/* 230 + 32, rounded */
 	assert_true(value_of(root, "svc", "memory.min") == 288 * MiB);
 	assert_true(value_of(root, "svc/db", "memory.min") == 256 * MiB);
-	assert_true(value_of(root, "svc/db", "memory.low") == UINT64_MAX);	/* its own, kept */
+	assert_true(value_of(root, "svc/db", "memory.low") == UINT64_MAX);	/* "max" */
+	assert_true(value_of(root, "ops/crit", "memory.low") == UINT64_MAX);
 	assert_true(value_of(root, "svc/web", "memory.min") == 64 * MiB);
 	assert_true(value_of(root, "ops/crit", "memory.min") == 576 * MiB);
 	assert_true(value_of(root, "ops", "memory.low") == UINT64_MAX);
@@ -149,36 +150,41 @@ static void test_apply_and_put_back(void **state)
 	pt_protect_path_add(&pp, "/ops/crit", 500 * MiB);
 	assert_int_equal(pt_protect_path_apply(&pp, root), 0);
 
-	/* db grew, ops/crit is no longer critical: svc and db raised, crit put back. */
+	/* db grew, ops/crit is no longer critical: svc and db's min raised, crit put back. */
 	pt_protect_path_begin(&pp);
 	pt_protect_path_add(&pp, "/svc/db", 300 * MiB);
 	pt_protect_path_add(&pp, "/svc/web", 30 * MiB);
-	assert_int_equal(pt_protect_path_apply(&pp, root), 4);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 5);
 	assert_true(value_of(root, "svc", "memory.low") == 384 * MiB);
 	assert_true(value_of(root, "svc", "memory.min") == 384 * MiB);
 	assert_true(value_of(root, "svc/db", "memory.min") == 352 * MiB);
 	assert_true(value_of(root, "ops/crit", "memory.min") == 0);
+	assert_true(value_of(root, "ops/crit", "memory.low") == 0);
+	assert_true(value_of(root, "svc/db", "memory.low") == UINT64_MAX);
 	assert_true(value_of(root, "ops", "memory.min") == UINT64_MAX);
 
 	/* None is critical any more (or all are gone): everything as it was. */
 	pt_protect_path_begin(&pp);
-	assert_int_equal(pt_protect_path_apply(&pp, root), 4);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 6);
 	assert_true(value_of(root, "svc", "memory.low") == 0);
 	assert_true(value_of(root, "svc", "memory.min") == 0);
 	assert_true(value_of(root, "svc/db", "memory.min") == 0);
+	assert_true(value_of(root, "svc/db", "memory.low") == 0);
 	assert_true(value_of(root, "svc/web", "memory.min") == 0);
+	assert_true(value_of(root, "svc/web", "memory.low") == 0);
 	assert_int_equal(pp.n, 0);
-	assert_true(pp.writes == 13);
+	assert_true(pp.writes == 19);
 
 	/* Release puts back what is still held. */
 	pt_protect_path_begin(&pp);
 	pt_protect_path_add(&pp, "/svc/db", 100 * MiB);
-	assert_int_equal(pt_protect_path_apply(&pp, root), 3);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 4);
 	assert_true(value_of(root, "svc", "memory.min") == 160 * MiB);
 	pt_protect_path_release(&pp, root);
 	assert_true(value_of(root, "svc", "memory.low") == 0);
 	assert_true(value_of(root, "svc", "memory.min") == 0);
 	assert_true(value_of(root, "svc/db", "memory.min") == 0);
+	assert_true(value_of(root, "svc/db", "memory.low") == 0);
 	fx_rmtree(root);
 }
 
@@ -189,9 +195,10 @@ static void test_unreadable_cgroup_is_skipped(void **state)
 
 	(void)state;
 	fx_write(root, "x/crit/memory.min", "0\n");	/* x has no protection files */
+	fx_write(root, "x/crit/memory.low", "0\n");
 	pt_protect_path_begin(&pp);
 	pt_protect_path_add(&pp, "/x/crit", 100 * MiB);
-	assert_int_equal(pt_protect_path_apply(&pp, root), 1);	/* crit's memory.min */
+	assert_int_equal(pt_protect_path_apply(&pp, root), 2);	/* crit's memory.low and .min */
 	assert_true(find(&pp, "/x")->failed);
 	assert_true(value_of(root, "x/crit", "memory.min") == 160 * MiB);
 	pt_protect_path_release(&pp, root);
@@ -228,14 +235,14 @@ static void test_status(void **state)
 	buf = render(pt_protect_path_status_text, &pp);
 	assert_string_equal(buf,
 		"protection: /svc memory.low 256 MiB, memory.min 256 MiB for 200 MiB of critical containers\n"
-		"protection: /svc/db memory.min 256 MiB for 200 MiB of critical containers\n"
-		"protection: /ops/crit memory.min 576 MiB for 500 MiB of critical containers\n");
+		"protection: /svc/db memory.low max, memory.min 256 MiB for 200 MiB of critical containers\n"
+		"protection: /ops/crit memory.low max, memory.min 576 MiB for 500 MiB of critical containers\n");
 	free(buf);
 	buf = render(pt_protect_path_status_json, &pp);
 	assert_string_equal(buf,
 		"[{\"cgroup\":\"/svc\",\"need_bytes\":209715200,\"low_bytes\":268435456,\"min_bytes\":268435456},"
-		"{\"cgroup\":\"/svc/db\",\"need_bytes\":209715200,\"low_bytes\":0,\"min_bytes\":268435456},"
-		"{\"cgroup\":\"/ops/crit\",\"need_bytes\":524288000,\"low_bytes\":0,\"min_bytes\":603979776}]");
+		"{\"cgroup\":\"/svc/db\",\"need_bytes\":209715200,\"low_bytes\":18446744073709551615,\"min_bytes\":268435456},"
+		"{\"cgroup\":\"/ops/crit\",\"need_bytes\":524288000,\"low_bytes\":18446744073709551615,\"min_bytes\":603979776}]");
 	free(buf);
 	pt_protect_path_release(&pp, root);
 	fx_rmtree(root);
@@ -261,27 +268,31 @@ static void test_state_kept_and_recovered(void **state)
 	fx_write(root, "my svc/memory.low", "0\n");	/* a cgroup name with a space */
 	fx_write(root, "my svc/memory.min", "4096\n");
 	fx_write(root, "my svc/c/memory.min", "0\n");
+	fx_write(root, "my svc/c/memory.low", "0\n");
 	snprintf(pp.state, sizeof(pp.state), "%s/protection", root);
 	pt_protect_path_begin(&pp);
 	pt_protect_path_add(&pp, "/svc/db", 200 * MiB);
 	pt_protect_path_add(&pp, "/my svc/c", 100 * MiB);
-	assert_int_equal(pt_protect_path_apply(&pp, root), 6);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 8);
 	assert_true(exists(pp.state));
 	assert_true(pt_read_file(pp.state, text, sizeof(text)) > 0);
 	assert_non_null(strstr(text, "memory.min 167772160 4096 /my svc\n"));
 	assert_non_null(strstr(text, "memory.low 268435456 0 /svc\n"));
+	assert_non_null(strstr(text, "memory.low 18446744073709551615 0 /svc/db\n"));
 
 	/* Killed here (no release). The operator changes svc's memory.low meanwhile. */
 	fx_write(root, "svc/memory.low", "1073741824\n");
 	snprintf(next.state, sizeof(next.state), "%s/protection", root);
-	assert_int_equal(pt_protect_path_recover(&next, root), 5);
+	assert_int_equal(pt_protect_path_recover(&next, root), 7);
 	assert_false(exists(next.state));
 	assert_true(value_of(root, "svc", "memory.low") == 1024 * MiB);	/* theirs, kept */
 	assert_true(value_of(root, "svc", "memory.min") == 0);
 	assert_true(value_of(root, "svc/db", "memory.min") == 0);
+	assert_true(value_of(root, "svc/db", "memory.low") == 0);	/* "max" put back */
 	assert_true(value_of(root, "my svc", "memory.min") == 4096);
 	assert_true(value_of(root, "my svc", "memory.low") == 0);
 	assert_true(value_of(root, "my svc/c", "memory.min") == 0);
+	assert_true(value_of(root, "my svc/c", "memory.low") == 0);
 	/* Nothing left to recover the next time. */
 	assert_int_equal(pt_protect_path_recover(&next, root), 0);
 
