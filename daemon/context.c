@@ -13,6 +13,7 @@
 #include "log.h"
 #include "pidfd.h"
 #include "ranges.h"
+#include "swap_fence.h"
 
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
@@ -529,9 +530,12 @@ static uint64_t swap_current(const char *dir)
 static uint64_t drop_swapcache(const char *dir, uint64_t target, uint64_t max_reclaim,
 			       uint64_t step, enum pt_drop_stop *why)
 {
+	struct pt_swap_fence fence;
 	struct pt_drop d;
 
 	pt_drop_init(&d, target, max_reclaim, step, swap_current(dir));
+	/* On the classic LRU, no step can write more than a few pages (swap_fence.h). */
+	pt_swap_fence_start(&fence, dir);
 	for (;;) {
 		uint64_t sc, want, cur0, cur1;
 		char amount[32];
@@ -542,6 +546,7 @@ static uint64_t drop_swapcache(const char *dir, uint64_t target, uint64_t max_re
 		    pt_cgroup_read_u64(dir, "memory.current", &cur0))
 			break;
 		snprintf(amount, sizeof(amount), "%llu", (unsigned long long)want);
+		pt_swap_fence_hold(&fence);
 		/* -EAGAIN: less than asked, pages still under write-back. */
 		rc = pt_cgroup_write(dir, "memory.reclaim", amount);
 		if (pt_cgroup_read_u64(dir, "memory.current", &cur1))
@@ -558,6 +563,7 @@ static uint64_t drop_swapcache(const char *dir, uint64_t target, uint64_t max_re
 			nanosleep(&ts, NULL);
 		}
 	}
+	pt_swap_fence_release(&fence);
 	if (d.why == PT_DROP_GOING)
 		d.why = PT_DROP_STUCK;	/* a file it could not read */
 	*why = d.why;

@@ -40,6 +40,7 @@
 #include "nvme.h"
 #include "pidfd.h"
 #include "preload_server.h"
+#include "swap_fence.h"
 #include "worker.h"
 
 /*
@@ -625,6 +626,9 @@ int main(int argc, char **argv)
 	snprintf(d.m.protect_path.state, sizeof(d.m.protect_path.state), "%s/protection",
 		 d.m.cfg.runtime_dir);
 	pt_protect_path_recover(&d.m.protect_path, d.m.cfg.cgroup_root);
+	/* The same for a swap cache drop's fence on memory.swap.max (swap_fence.h). */
+	pt_swap_fence_recover(d.m.cfg.runtime_dir);
+	pt_swap_fence_setup("/sys/kernel/mm/lru_gen/enabled", d.m.cfg.runtime_dir);
 	/*
 	 * The containers before the first question: a status asked right after start (the
 	 * control socket already listens; its connections wait for the loop) lists them.

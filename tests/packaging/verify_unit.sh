@@ -63,6 +63,7 @@ for c in CAP_SYS_ADMIN CAP_SYS_PTRACE CAP_SYS_NICE CAP_BPF CAP_PERFMON CAP_DAC_O
 done
 expect User '^(root)?$' 'cgroup files, /proc of every container, BPF'
 expect RuntimeDirectory '(^| )pagetier( |$)' 'runtime_dir: the control and preload sockets'
+expect RuntimeDirectoryPreserve '^yes$' 'what pagetierd wrote on cgroups, for the next start to put back after a crash'
 
 # 3. Sandboxing that would break the daemon (each says why); systemd's default is off.
 refuse() { # $1 = key, $2 = extended regex of the values that break it, $3 = why
