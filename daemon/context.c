@@ -552,10 +552,10 @@ static uint64_t drop_swapcache(const char *dir, uint64_t target, uint64_t max_re
 		if (pt_cgroup_read_u64(dir, "memory.current", &cur1))
 			cur1 = cur0;
 		pt_drop_stepped(&d, want, cur0, cur1);
-		pt_debug("%s: swap cache drop step %d: swapcached %llu KiB, reclaim %llu KiB: %s, memory.current %llu -> %llu KiB",
+		pt_debug("%s: swap cache drop step %d: swapcached %llu KiB, reclaim %llu KiB: %s, memory.current %llu -> %llu KiB, swap fence %llu KiB (0: none)",
 			 dir, d.steps, (unsigned long long)(sc >> 10), (unsigned long long)(want >> 10),
 			 rc ? strerror(-rc) : "done", (unsigned long long)(cur0 >> 10),
-			 (unsigned long long)(cur1 >> 10));
+			 (unsigned long long)(cur1 >> 10), (unsigned long long)(fence.written >> 10));
 		if (cur1 >= cur0) {
 			/* Nothing freed: write-back still in flight. Give it a moment. */
 			struct timespec ts = { .tv_nsec = PT_DROP_WAIT_MS * 1000000L };
