@@ -218,8 +218,9 @@ faults: all
 # The module under the kernel's checkers (issue 12): a 6.12 kernel built from Debian's
 # source with KASAN, lockdep, DEBUG_ATOMIC_SLEEP, kmemleak and fault injection
 # (tests/vm/debug-kernel.sh, cached under build/debug-kernel: about 40 minutes the first
-# time), then the VM suite (plus the debug_faults scenario and a kmemleak scan) and the
-# blkdebug fault injection on it. Too long for make test: run it before every change to kmod/.
+# time), then the kselftests, the module-heavy scenarios (tests/vm/guest-suite.sh:
+# debug_e2es), the debug_faults scenario, a kmemleak scan and the blkdebug fault injection
+# on it. Too long for make test: run it before every change to kmod/.
 test-debug: deps all
 	@set -e; kv=$$(tests/vm/debug-kernel.sh) || { echo "test-debug: the debug kernel did not build" >&2; exit 1; }; \
 	 kv=$$(tail -n 1 <<<"$$kv"); [ -n "$$kv" ] || { echo "test-debug: no debug kernel release" >&2; exit 1; }; rc=0; \
