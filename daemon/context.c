@@ -46,6 +46,13 @@ uint64_t pt_now_ms(void)
 #define PT_TRIM_ACTIVE_STEP (2ULL << 20)
 /* An idle trim that wrote: the next one waits this long. */
 #define PT_TRIM_IDLE_HOLD_MS 30000
+/*
+ * An active container's swap cache nobody maps, trimmed at most this often: what a light
+ * load's faults read ahead around them keeps coming (2-3 MiB a second of redis serving a
+ * tenth of its data, real_servers on 6.1), and a reclaim pass per scan for it is not worth
+ * its CPU; nor is readahead that might still be used dropped as soon as it lands.
+ */
+#define PT_TRIM_STRAY_PACE_MS 10000
 /* Prefetch quality is measured over this long after a wake. */
 #define PT_QUALITY_WINDOW_MS 10000
 
@@ -695,8 +702,11 @@ struct pt_action *pt_context_trim(struct pt_context *ctx, uint64_t now)
 		 */
 		if (ctx->n_wakes && now >= ctx->prefetch_done_ms + PT_QUALITY_WINDOW_MS &&
 		    stray >= PT_IDLE_STRAY_SWAPCACHE && stray > bytes &&
-		    !(before && stray + PT_DROP_CLOSE < before))
+		    !(before && stray + PT_DROP_CLOSE < before) &&
+		    (!ctx->stray_trimmed_ms || now >= ctx->stray_trimmed_ms + PT_TRIM_STRAY_PACE_MS)) {
 			bytes = stray;
+			ctx->stray_trimmed_ms = now;
+		}
 		if (!bytes || ctx->sample.swapcached < (1ULL << 20))
 			return NULL;
 		active = true;

@@ -149,6 +149,7 @@ struct pt_context {
 	 */
 	uint64_t prefetch_done_ms;
 	uint64_t stray_looked;
+	uint64_t stray_trimmed_ms;	/* active: when such swap cache was last trimmed */
 	uint64_t idle_low_current;	/* idle: lowest memory.current since the last trim look */
 	bool memory_signal;		/* scans tell pages apart: idle.h's memory rule applies */
 	uint64_t last_epoch_ms;		/* when the latest scan was applied */

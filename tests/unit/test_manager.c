@@ -1045,6 +1045,36 @@ static void test_trim_holds_after_a_write(void **state)
 }
 
 /*
+ * An active container's faults keep reading swap ahead of them after its wake (a light load
+ * on part of its data): that swap cache goes, but at most once per PT_TRIM_STRAY_PACE_MS,
+ * not at every scan.
+ */
+static void test_active_stray_trims_are_paced(void **state)
+{
+	struct pt_context c;
+	struct pt_action *a;
+	uint64_t t = 1000000;
+
+	(void)state;
+	woken_ctx(&c, "redis", t - 2000, t);
+	c.sample.anon = 8ULL << 20;
+	c.sample.swapcached = 11ULL << 20;
+	a = pt_context_trim(&c, t + 11000);
+	assert_non_null(a);
+	assert_int_equal(a->budget, 3ULL << 20);
+	a->drop_stop = PT_DROP_DONE;	/* fenced or not, nothing written */
+	pt_context_apply(&c, a);
+	/* Its next faults read 3 MiB ahead again, scan after scan: left for now. */
+	for (uint64_t at = t + 12000; at < t + 21000; at += 1000)
+		assert_null(pt_context_trim(&c, at));
+	/* Ten seconds on: trimmed again. */
+	assert_non_null(a = pt_context_trim(&c, t + 21000));
+	assert_int_equal(a->budget, 3ULL << 20);
+	pt_context_apply(&c, a);
+	assert_int_equal(c.trims_wrote, 0);
+}
+
+/*
  * A wake between an idle offload and the end of its settle: what the offload wrote is
  * dropped after the prefetch (or by a trim when there is nothing to prefetch), at most what
  * the settle had not reclaimed yet and never more than the swap cache nobody maps (the
@@ -1260,6 +1290,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_trims_stray_swapcache, setup, teardown),
 		cmocka_unit_test(test_trim_holds_after_a_write),
+		cmocka_unit_test(test_active_stray_trims_are_paced),
 		cmocka_unit_test(test_wake_set_needs_busy_scans),
 		cmocka_unit_test(test_wake_drops_an_interrupted_offload),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
