@@ -190,8 +190,8 @@ def main():
         held = wait_for(covered, 20, 0.25)
         st = e2elib.ctl("status", runtime=runtime).stdout
         tap.ok(f"protection: /{PARENT} memory.low " in st and f"protection: /{PARENT}/crit "
-               f"memory.min " in st, "pagetierctl status shows the protection it holds",
-               st)
+               f"memory.low max, memory.min " in st,
+               "pagetierctl status shows the protection it holds", st)
         tap.ok(bool(held) and read("crit", "memory.low") == "max",
                f"pagetierd: crit memory.low {read('crit', 'memory.low')}, memory.min "
                f"{int(read('crit', 'memory.min')) // MIB} MiB; its parent's memory.low "
