@@ -39,7 +39,7 @@
 
 enum pt_protect_file { PT_PROTECT_LOW, PT_PROTECT_MIN, PT_PROTECT_FILES };
 
-/* A cgroup pagetierd holds protection on: an ancestor (both files) or a critical one (min). */
+/* A cgroup pagetierd holds protection on: an ancestor, or a critical container itself. */
 struct pt_protect_cgroup {
 	char *relpath;			/* "/a/b" below the cgroup root */
 	bool critical;			/* the critical container itself: memory.low is "max" */
