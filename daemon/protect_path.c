@@ -36,8 +36,10 @@ uint64_t pt_protect_target(uint64_t need, uint64_t written)
 
 void pt_protect_path_begin(struct pt_protect_path *pp)
 {
-	for (size_t i = 0; i < pp->n; i++)
+	for (size_t i = 0; i < pp->n; i++) {
 		pp->c[i].need = 0;
+		pp->c[i].critical = false;
+	}
 }
 
 static struct pt_protect_cgroup *get(struct pt_protect_path *pp, const char *relpath,
@@ -46,8 +48,10 @@ static struct pt_protect_cgroup *get(struct pt_protect_path *pp, const char *rel
 	struct pt_protect_cgroup *c;
 
 	for (size_t i = 0; i < pp->n; i++)
-		if (strlen(pp->c[i].relpath) == len && !memcmp(pp->c[i].relpath, relpath, len))
+		if (strlen(pp->c[i].relpath) == len && !memcmp(pp->c[i].relpath, relpath, len)) {
+			pp->c[i].critical |= critical;
 			return &pp->c[i];
+		}
 	if (pt_grow((void **)&pp->c, &pp->cap, pp->n + 1, sizeof(*pp->c)))
 		return NULL;
 	c = &pp->c[pp->n];
@@ -89,7 +93,7 @@ int pt_protect_path_add(struct pt_protect_path *pp, const char *relpath, uint64_
 static uint64_t file_target(const struct pt_protect_cgroup *c, int f)
 {
 	if (c->critical && f == PT_PROTECT_LOW)
-		return c->need ? UINT64_MAX : 0;
+		return UINT64_MAX;
 	return pt_protect_target(c->need, c->written[f]);
 }
 
@@ -250,7 +254,8 @@ unsigned int pt_protect_path_apply(struct pt_protect_path *pp, const char *root)
 		struct pt_protect_cgroup *c = &pp->c[i];
 		char dir[PATH_MAX];
 
-		if (!c->need) {
+		/* A critical container that uses nothing yet keeps its memory.low=max. */
+		if (!c->need && !c->critical) {
 			writes += restore_all(c, root);
 			drop(pp, i);
 			continue;

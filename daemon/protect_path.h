@@ -42,7 +42,7 @@ enum pt_protect_file { PT_PROTECT_LOW, PT_PROTECT_MIN, PT_PROTECT_FILES };
 /* A cgroup pagetierd holds protection on: an ancestor, or a critical container itself. */
 struct pt_protect_cgroup {
 	char *relpath;			/* "/a/b" below the cgroup root */
-	bool critical;			/* the critical container itself: memory.low is "max" */
+	bool critical;			/* a critical container itself, this pass: memory.low "max" */
 	char saved[PT_PROTECT_FILES][32];	/* the value before pagetierd wrote it, to put back */
 	uint64_t saved_bytes[PT_PROTECT_FILES];	/* ... parsed (UINT64_MAX: "max") */
 	uint64_t written[PT_PROTECT_FILES];	/* what pagetierd wrote last (0: nothing; UINT64_MAX: "max") */

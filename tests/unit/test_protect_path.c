@@ -188,6 +188,42 @@ static void test_apply_and_put_back(void **state)
 	fx_rmtree(root);
 }
 
+/*
+ * A critical container that uses nothing yet (tracked before its workload starts) has its
+ * memory.low=max at once, and nothing else: no memory.min, no ancestor's protection, which
+ * under memory_recursiveprot would spread to its neighbours.
+ */
+static void test_empty_critical_container(void **state)
+{
+	char *root = fx_tmpdir();
+	struct pt_protect_path pp = { 0 };
+
+	(void)state;
+	tree(root);
+	pt_protect_path_begin(&pp);
+	pt_protect_path_add(&pp, "/svc/db", 0);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 1);
+	assert_true(value_of(root, "svc/db", "memory.low") == UINT64_MAX);
+	assert_true(value_of(root, "svc/db", "memory.min") == 0);
+	assert_true(value_of(root, "svc", "memory.low") == 0);
+	assert_true(value_of(root, "svc", "memory.min") == 0);
+	assert_null(find(&pp, "/svc"));
+	/* Its workload starts: min and the ancestor follow its use, low stays. */
+	pt_protect_path_begin(&pp);
+	pt_protect_path_add(&pp, "/svc/db", 100 * MiB);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 3);
+	assert_true(value_of(root, "svc/db", "memory.min") == 160 * MiB);
+	assert_true(value_of(root, "svc", "memory.low") == 160 * MiB);
+	/* No longer critical: put back. */
+	pt_protect_path_begin(&pp);
+	assert_int_equal(pt_protect_path_apply(&pp, root), 4);
+	assert_true(value_of(root, "svc/db", "memory.low") == 0);
+	assert_true(value_of(root, "svc/db", "memory.min") == 0);
+	assert_int_equal(pp.n, 0);
+	pt_protect_path_release(&pp, root);
+	fx_rmtree(root);
+}
+
 static void test_unreadable_cgroup_is_skipped(void **state)
 {
 	char *root = fx_tmpdir();
@@ -311,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_target),
 		cmocka_unit_test(test_cgroups_of_a_path),
 		cmocka_unit_test(test_apply_and_put_back),
+		cmocka_unit_test(test_empty_critical_container),
 		cmocka_unit_test(test_unreadable_cgroup_is_skipped),
 		cmocka_unit_test(test_state_kept_and_recovered),
 		cmocka_unit_test(test_status),
