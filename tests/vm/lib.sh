@@ -181,6 +181,13 @@ pt_vm_run_once() {
 		loglevel=5
 		# The watchdog's NMI panics the guest with the interrupted CPU's backtrace.
 		unknown_nmi_panic=1 panic_print=0x40
+		# Soft lockups are reported after 2 x 60 s, not 2 x 10: under TCG a vCPU's thread
+		# can get no host CPU for tens of seconds (two host cores for two vCPU threads,
+		# QEMU's I/O threads and the 9p server): "soft lockup - CPU#0 stuck for 23s" in
+		# clear_page_erms, zeroing a huge page for critical_low's memory hog, no pagetier
+		# frame, failed a make test on 6.12. A real lockup lasts; the step limits and the
+		# hung-task detector stay as they are.
+		watchdog_thresh=60
 		# The first memory cgroup a guest creates turns on the memcg kmem static key, and
 		# the kernel live-patches every site of it (int3, then the new bytes). QEMU 7.2's
 		# multi-threaded TCG can run the other vCPU through a stale translation of a
