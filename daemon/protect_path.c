@@ -97,22 +97,15 @@ static uint64_t file_target(const struct pt_protect_cgroup *c, int f)
 	return pt_protect_target(c->need, c->written[f]);
 }
 
-/* @v as a protection file holds it ("max" or bytes), and as the log shows it. */
-static const char *file_value(uint64_t v, char *buf, size_t size)
+/* @v as a protection file holds it ("max" or bytes), or in MiB as the log shows it. */
+static const char *value_text(uint64_t v, bool mib, char *buf, size_t size)
 {
 	if (v == UINT64_MAX)
 		snprintf(buf, size, "max");
+	else if (mib)
+		snprintf(buf, size, "%" PRIu64 " MiB", v >> 20);
 	else
 		snprintf(buf, size, "%" PRIu64, v);
-	return buf;
-}
-
-static const char *shown(uint64_t v, char *buf, size_t size)
-{
-	if (v == UINT64_MAX)
-		snprintf(buf, size, "max");
-	else
-		snprintf(buf, size, "%" PRIu64 " MiB", v >> 20);
 	return buf;
 }
 
@@ -224,7 +217,7 @@ static unsigned int apply_file(struct pt_protect_cgroup *c, const char *dir, int
 
 	if (target == c->written[f])
 		return 0;
-	rc = pt_cgroup_write(dir, file_names[f], file_value(target, val, sizeof(val)));
+	rc = pt_cgroup_write(dir, file_names[f], value_text(target, false, val, sizeof(val)));
 	if (rc) {
 		if (!c->failed)
 			pt_warn("cgroup %s: cannot set %s=%s (%s): the %" PRIu64 " MiB of critical containers in it are protected only up to its %s",
@@ -233,7 +226,7 @@ static unsigned int apply_file(struct pt_protect_cgroup *c, const char *dir, int
 		c->failed = true;
 		return 0;
 	}
-	shown(target, show, sizeof(show));
+	value_text(target, true, show, sizeof(show));
 	if (!c->written[f])
 		pt_info("cgroup %s: %s=%s (was %s), covering the %" PRIu64 " MiB of critical containers in it",
 			c->relpath, file_names[f], show, c->saved[f], c->need >> 20);
@@ -292,7 +285,7 @@ void pt_protect_path_status_text(FILE *out, const struct pt_protect_path *pp)
 			if (!c->written[f])
 				continue;
 			fprintf(out, "%s %s %s", sep, file_names[f],
-				shown(c->written[f], show, sizeof(show)));
+				value_text(c->written[f], true, show, sizeof(show)));
 			sep = ",";
 		}
 		fprintf(out, " for %" PRIu64 " MiB of critical containers\n", c->need >> 20);

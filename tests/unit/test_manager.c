@@ -955,10 +955,12 @@ static void test_idle_trims_stray_swapcache(void **state)
 }
 
 /*
- * A context of its own (no manager) that woke at @woke and whose prefetch ended at @done:
- * active, with a model, for the trim's rules.
+ * A context of its own (no manager) that woke at @woke and whose prefetch ended at @done,
+ * with @anon_mib mapped and @swapcached_mib in the swap cache at its last sample: active,
+ * with a model, for the trim's rules.
  */
-static void woken_ctx(struct pt_context *c, const char *name, uint64_t woke, uint64_t done)
+static void woken_ctx(struct pt_context *c, const char *name, uint64_t woke, uint64_t done,
+		      uint64_t anon_mib, uint64_t swapcached_mib)
 {
 	memset(c, 0, sizeof(*c));
 	snprintf(c->policy.name, sizeof(c->policy.name), "%s", name);
@@ -968,6 +970,8 @@ static void woken_ctx(struct pt_context *c, const char *name, uint64_t woke, uin
 	c->n_wakes = 1;
 	c->idle.woke_at_ms = woke;
 	c->prefetch_done_ms = done;
+	c->sample.anon = anon_mib << 20;
+	c->sample.swapcached = swapcached_mib << 20;
 }
 
 /*
@@ -982,9 +986,7 @@ static void test_trim_waits_while_the_prefetch_is_read(void **state)
 	uint64_t t = 1000000;
 
 	(void)state;
-	woken_ctx(&c, "ptwork", t, t + 11000);	/* 256 MiB, 11 s */
-	c.sample.anon = 60ULL << 20;
-	c.sample.swapcached = 256ULL << 20;
+	woken_ctx(&c, "ptwork", t, t + 11000, 60, 256);	/* 256 MiB, 11 s */
 	/* 10 s after the wake, but 1 s after the prefetch: nothing goes. */
 	assert_null(pt_context_trim(&c, t + 12000));
 	/* Past the window; it maps more at each look: nothing goes. */
@@ -1012,9 +1014,7 @@ static void test_trim_holds_after_a_write(void **state)
 	uint64_t t = 1000000;
 
 	(void)state;
-	woken_ctx(&c, "redis", t - 2000, t);
-	c.sample.anon = 8ULL << 20;
-	c.sample.swapcached = 53ULL << 20;
+	woken_ctx(&c, "redis", t - 2000, t, 8, 53);
 	/* Within the window: the prefetch may still be used. */
 	assert_null(pt_context_trim(&c, t + 5000));
 	a = pt_context_trim(&c, t + 11000);
@@ -1056,9 +1056,7 @@ static void test_active_stray_trims_are_paced(void **state)
 	uint64_t t = 1000000;
 
 	(void)state;
-	woken_ctx(&c, "redis", t - 2000, t);
-	c.sample.anon = 8ULL << 20;
-	c.sample.swapcached = 11ULL << 20;
+	woken_ctx(&c, "redis", t - 2000, t, 8, 11);
 	a = pt_context_trim(&c, t + 11000);
 	assert_non_null(a);
 	assert_int_equal(a->budget, 3ULL << 20);
