@@ -13,8 +13,9 @@ configuration, the SLO band shaded; one row of panels per kernel and device prof
                      (make test's smoke run)
 
 Density at SLO (issue 10's definition): the largest N such that at every N up to it the
-critical p99 stays within SLO_P99 (110%) of its solo figure (N = 0, same run) and its
-throughput within SLO_THROUGHPUT (95%) of solo, every noise request succeeding.
+critical p99 stays within SLO_P99 (110%) of its solo figure (N = 0, same run; guest.py pools
+it from SOLO_WINDOWS windows) and its throughput within SLO_THROUGHPUT (95%) of solo, every
+noise request succeeding.
 """
 import csv
 import glob
@@ -135,10 +136,11 @@ def markdown(runs):
     if r0 is None:
         out.append("(every run carried from an earlier report)\n")
         r0 = {k: "?" for k in ("ram_MiB", "crit_MiB", "rate", "noise_MiB", "settle_s",
-                               "measure_s", "time_scale")}
+                               "measure_s", "time_scale", "solo_windows")}
     out.append(f"{r0['ram_MiB']} MiB guest; critical service {r0['crit_MiB']} MiB (redis) + "
                f"nginx at {r0['rate']} tx/s open loop; noise containers of {r0['noise_MiB']} MiB; "
-               f"{r0['settle_s']} s settle + {r0['measure_s']} s measured per N; time "
+               f"{r0['settle_s']} s settle + {r0['measure_s']} s measured per N, solo "
+               f"pooled from {r0.get('solo_windows', 1)} windows; time "
                f"constants / {r0['time_scale']}. SLO: p99 within {SLO_P99:.0%} and throughput "
                f"within {SLO_THROUGHPUT:.0%} of solo, no noise error.\n")
     out.append("| kernel | profile | configuration | density at SLO (N) | solo p99 ms | "

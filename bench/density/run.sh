@@ -10,7 +10,7 @@
 #   bench/density/run.sh                      (make bench-density)
 #   env: KERNELS ("6.12"; also "6.1"), PROFILES ("unthrottled cloud"),
 #        CONFIGS ("noswap swap senpai damon pagetier swap-low"; damon needs 6.12),
-#        STEPS, MEASURE_S, SETTLE_S, RATE, CRIT_MB, NOISE_MB, TIME_SCALE, MAX_S,
+#        STEPS, MEASURE_S, SETTLE_S, SOLO_WINDOWS, RATE, CRIT_MB, NOISE_MB, TIME_SCALE, MAX_S,
 #        FREE_WATERMARK_DIV (pagetierd's free_watermark: RAM / it, default 8),
 #        PAGETIERD_LOG_LEVEL (info; debug logs each scan: its CPU shows in the figures)
 #        (guest.py); pagetierd's log is kept beside the results
@@ -30,10 +30,12 @@ out=${DENSITY_OUT:-$PT_TOP/build/bench/density}
 if [ "${QUICK:-0}" = 1 ]; then
 	profiles=${PROFILES:-unthrottled}; configs=${CONFIGS:-swap pagetier}
 	export STEPS=${STEPS:-2 4} MEASURE_S=${MEASURE_S:-20} SETTLE_S=${SETTLE_S:-15}
+	export SOLO_WINDOWS=${SOLO_WINDOWS:-1}
 fi
 if [ "${SMOKE:-0}" = 1 ]; then
 	profiles=${PROFILES:-unthrottled}; configs=${CONFIGS:-pagetier}
 	export STEPS=${STEPS:-2} MEASURE_S=${MEASURE_S:-5} SETTLE_S=${SETTLE_S:-3}
+	export SOLO_WINDOWS=${SOLO_WINDOWS:-1}
 	export CRIT_MB=${CRIT_MB:-32} NOISE_MB=${NOISE_MB:-16} RATE=${RATE:-20}
 	out=${DENSITY_OUT:-$PT_TOP/build/bench/density-smoke}
 fi
@@ -54,7 +56,7 @@ for kv in "${kernels[@]}"; do
 	done
 done
 mkdir -p "$out"
-pass=(STEPS MEASURE_S SETTLE_S RATE CRIT_MB NOISE_MB TIME_SCALE MAX_S FREE_WATERMARK_DIV
+pass=(STEPS MEASURE_S SETTLE_S SOLO_WINDOWS RATE CRIT_MB NOISE_MB TIME_SCALE MAX_S FREE_WATERMARK_DIV
 	PAGETIERD_LOG_LEVEL)
 base_drive_opts=$PT_DRIVE_OPTS
 rc=0 i=0 t0=$(date +%s)

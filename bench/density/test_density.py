@@ -9,7 +9,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from openloop import OpenLoop, Zipf, percentile, schedule, summarize  # noqa: E402
+from openloop import OpenLoop, Zipf, percentile, pool_windows, schedule, summarize  # noqa: E402
 import report  # noqa: E402
 from report import density  # noqa: E402
 from senpai import SenpaiLaw  # noqa: E402
@@ -31,6 +31,18 @@ class Stats(unittest.TestCase):
         self.assertEqual(s["throughput_per_s"], 10.0)
         self.assertEqual(s["p99_ms"], 99.0)
         self.assertEqual(s["max_ms"], 100.0)
+
+    def test_pool_windows(self):
+        """The solo reference over several windows: every request of each, the throughput
+        over their whole time, failures summed."""
+        a = {"latencies_ms": [10.0] * 98 + [50.0, 60.0], "failed": 1}
+        b = {"latencies_ms": [12.0] * 100, "failed": 0}
+        r = pool_windows([a, b], 10, 10)
+        self.assertEqual((r["completed"], r["failed"], r["windows"]), (200, 1, 2))
+        self.assertEqual(r["throughput_per_s"], 10.0)
+        self.assertEqual(r["p99_ms"], 12.0)	# rank 198 of 200: a's tail is 2 of them
+        self.assertEqual(r["max_ms"], 60.0)
+        self.assertEqual(pool_windows([a], 10, 10)["p99_ms"], 50.0)
 
     def test_schedule_is_fixed_rate(self):
         t = schedule(100.0, 20, 2)
