@@ -452,6 +452,7 @@ def main():
                f"victim: idle and offloaded with the flood alive ({on_tier // MIB} of "
                f"{peak_anon[0] // MIB} MiB on the tier, {time.monotonic() - t_idle:.0f} s)",
                json.dumps(vst))
+        wakes0 = vst.get("wakes", 0)
         loads[VICTIM]["proc"].send_signal(signal.SIGUSR1)
         rep = read_report(loads[VICTIM], 180)
         fig["victim_verified"] = rep.get("verified", 0)
@@ -459,7 +460,12 @@ def main():
                f"victim: woken, {rep.get('verified', 0) // MIB} of {VICTIM_SIZE // MIB} MiB "
                f"verified byte for byte, {rep.get('mismatches')} mismatches "
                f"(wake {rep.get('wake_ms')} ms)", json.dumps(rep))
-        woke = wait_for(lambda: (status(runtime) or {}).get(VICTIM, {}).get("wakes", 0) >= 1, 20)
+        # This wake's prefetch, not an earlier wake's count: the wake ends when its prefetch
+        # is applied, which on the debug kernel (swap-in at 0.5 MB/s) came after the
+        # process had read its 64 MiB back by itself.
+        woke = wait_for(lambda: (lambda s: s.get("wakes", 0) > wakes0 and
+                                 s.get("state") != "waking")(
+                                     (status(runtime) or {}).get(VICTIM, {})), 60)
         vst = (status(runtime) or {}).get(VICTIM, {})
         tap.ok(bool(woke) and vst.get("prefetch_requested_bytes", 0) > 0,
                f"victim: pagetierd saw the wake ({vst.get('wake_source')}) and prefetched "
