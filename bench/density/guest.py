@@ -13,7 +13,8 @@ addition the critical service is measured for MEASURE_S.
 Environment: STEPS (noise counts, "2 4 ... 16"), MEASURE_S (40), SETTLE_S (30),
 SOLO_WINDOWS (3: the solo reference pooled from that many windows), RATE (40
 transactions/s), CRIT_MB (200), NOISE_MB (96), TIME_SCALE (4: every policy's time constants
-divided by it, so that minutes of steady state fit in a step), MAX_S (budget per run),
+divided by it, so that minutes of steady state fit in a step), MAX_S (budget per run,
+1020 s: the default sweep with its three solo windows),
 PROFILE (a label for the results: unthrottled or cloud; the throttling is QEMU's).
 The drives are found by serial (pagetier-nvme for swap or the tier, pagetier-data for
 nginx's ext4); on a real host, DENSITY_SWAP_DEV and DENSITY_DATA_DEV name them instead
@@ -425,7 +426,7 @@ def main():
     measure_s, settle_s = env_int("MEASURE_S", 40), env_int("SETTLE_S", 30)
     solo_windows = max(1, env_int("SOLO_WINDOWS", 3))
     rate, scale = env_int("RATE", 40), env_int("TIME_SCALE", 4)
-    crit_mb, noise_mb, max_s = env_int("CRIT_MB", 200), env_int("NOISE_MB", 96), env_int("MAX_S", 900)
+    crit_mb, noise_mb, max_s = env_int("CRIT_MB", 200), env_int("NOISE_MB", 96), env_int("MAX_S", 1020)
     profile = os.environ.get("PROFILE", "unthrottled")
     out_path = os.path.join(os.environ.get("PT_OUT", "/tmp"), f"density-{config}.json")
     tap = Tap()

@@ -40,8 +40,9 @@ def summarize(latencies, failures, duration_s, offered_rate):
 
 def pool_windows(windows, duration_s, offered_rate):
     """One summary over several measuring windows of the same load, each given as
-    OpenLoop.run returns it (latencies_ms and failed): their requests together. A 40 s window's p99 rests on
-    its 16 slowest requests, so the solo reference of the SLO is pooled from several."""
+    OpenLoop.run returns it (latencies_ms and failed): their requests together. A 40 s
+    window's p99 rests on its 16 slowest requests, so the solo reference of the SLO is
+    pooled from several."""
     lat = [x / 1000 for w in windows for x in w["latencies_ms"]]
     res = summarize(lat, sum(w["failed"] for w in windows), duration_s * len(windows),
                     offered_rate)
