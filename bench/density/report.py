@@ -137,10 +137,11 @@ def markdown(runs):
         out.append("(every run carried from an earlier report)\n")
         r0 = {k: "?" for k in ("ram_MiB", "crit_MiB", "rate", "noise_MiB", "settle_s",
                                "measure_s", "time_scale", "solo_windows")}
+    windows = r0.get("solo_windows", 1)
+    solo = "solo one window" if windows == 1 else f"solo pooled from {windows} windows"
     out.append(f"{r0['ram_MiB']} MiB guest; critical service {r0['crit_MiB']} MiB (redis) + "
                f"nginx at {r0['rate']} tx/s open loop; noise containers of {r0['noise_MiB']} MiB; "
-               f"{r0['settle_s']} s settle + {r0['measure_s']} s measured per N, solo "
-               f"pooled from {r0.get('solo_windows', 1)} windows; time "
+               f"{r0['settle_s']} s settle + {r0['measure_s']} s measured per N, {solo}; time "
                f"constants / {r0['time_scale']}. SLO: p99 within {SLO_P99:.0%} and throughput "
                f"within {SLO_THROUGHPUT:.0%} of solo, no noise error.\n")
     out.append("| kernel | profile | configuration | density at SLO (N) | solo p99 ms | "
