@@ -77,6 +77,17 @@ def wait_for(pred, timeout, step=0.2):
     return pred()
 
 
+def wait_wake_applied(container_status, wakes0, timeout, step=0.2):
+    """Waits for a wake past the @wakes0 counted before it to have its prefetch applied
+    (the container's state out of "waking"): until then the status still shows an earlier
+    wake's figures (its prefetch, its precision window). @container_status() gives the
+    container's status dict. Returns that dict, or a false value at the timeout."""
+    def applied():
+        s = container_status()
+        return s if s.get("wakes", 0) > wakes0 and s.get("state") != "waking" else None
+    return wait_for(applied, timeout, step)
+
+
 def ctl(*args, runtime=None):
     cmd = [os.path.join(BIN, "pagetierctl")]
     if runtime:

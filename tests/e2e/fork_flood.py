@@ -463,9 +463,8 @@ def main():
         # This wake's prefetch, not an earlier wake's count: the wake ends when its prefetch
         # is applied, which on the debug kernel (swap-in at 0.5 MB/s) came after the
         # process had read its 64 MiB back by itself.
-        woke = wait_for(lambda: (lambda s: s.get("wakes", 0) > wakes0 and
-                                 s.get("state") != "waking")(
-                                     (status(runtime) or {}).get(VICTIM, {})), 60)
+        woke = e2elib.wait_wake_applied(lambda: (status(runtime) or {}).get(VICTIM, {}),
+                                        wakes0, 60)
         vst = (status(runtime) or {}).get(VICTIM, {})
         tap.ok(bool(woke) and vst.get("prefetch_requested_bytes", 0) > 0,
                f"victim: pagetierd saw the wake ({vst.get('wake_source')}) and prefetched "

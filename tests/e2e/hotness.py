@@ -137,8 +137,7 @@ def sleep_wake(tap, work, runtime):
     # was even counted. So: this wake counted and its prefetch applied (a new window
     # begins, no older one can end after it), then the figures that window leaves.
     sleeper = (lambda: (status_json(runtime) or {}).get("sleeper", {}))
-    wait_for(lambda: sleeper().get("wakes", 0) > wakes0 and sleeper().get("state") != "waking",
-             40, step=0.25)
+    e2elib.wait_wake_applied(sleeper, wakes0, 40, step=0.25)
     st = sleeper()
     before = (st.get("prefetch_precision", -1), st.get("prefetch_recall", -1))
     # Figures equal to the older ones after the wait are judged as they are.
