@@ -550,7 +550,6 @@ def main():
             step["pagetierd_cpu_s"] = round(cpu_seconds(daemon.pid), 2)
         if damon:
             step["damon"] = damon_stats(damon)
-        results["steps"].append(step)
         c, nc = step["crit"], step["noise_client"]
         step_times.append(time.monotonic())
         per = ((step_times[-1] - step_times[0]) / (len(step_times) - 1)
@@ -567,8 +566,16 @@ def main():
             f"{window_cpu['kworker_cpu_s']}, interrupts {window_cpu['irq_cpu_s']}, pagetierd "
             f"{window_cpu['pagetierd_window_cpu_s']}; "
             f"elapsed {step['elapsed_s']} s" + (f", about {per * left:.0f} s left" if per else ""))
+        return step
+
+    def save():
         with open(out_path, "w") as f:
             json.dump(results, f)
+
+    def record(step):
+        """@step becomes a point of the results, written out at once."""
+        results["steps"].append(step)
+        save()
         return step
 
     # The solo reference (N = 0): after the same settle as every N, SOLO_WINDOWS windows
@@ -577,7 +584,6 @@ def main():
     # draw of the solo window. The windows stay in the point, each with its figures.
     time.sleep(settle_s)
     windows = [measure(0) for _ in range(solo_windows)]
-    del results["steps"][-solo_windows:]
     point = dict(windows[-1])
     point["crit"] = pool_windows([{"latencies_ms": w["crit_latencies_ms"],
                                    "failed": w["crit"]["failed"]} for w in windows],
@@ -585,13 +591,10 @@ def main():
     point["crit_latencies_ms"] = [x for w in windows for x in w["crit_latencies_ms"]]
     point["solo_windows"] = [{"crit": w["crit"], "window_cpu": w["window_cpu"]}
                              for w in windows]
-    results["steps"].append(point)
-    solo = point["crit"]
+    solo = record(point)["crit"]
     log(f"{config} solo: {solo_windows} windows pooled: p50 {solo['p50_ms']} p95 "
         f"{solo['p95_ms']} p99 {solo['p99_ms']} ms (each window's p99: "
         f"{', '.join(str(w['crit']['p99_ms']) for w in windows)})")
-    with open(out_path, "w") as f:
-        json.dump(results, f)
     oom0 = results["steps"][0]["oom_kill"]
     for n in steps:
         while len(servers) < n:
@@ -604,7 +607,7 @@ def main():
             if senpais:
                 senpais.add(name)
         time.sleep(settle_s)
-        step = measure(n)
+        step = record(measure(n))
         c = step["crit"]
         why = None
         if not step["crit_alive"]:
@@ -627,8 +630,7 @@ def main():
         # Every container's figures (a policy with a glob matches many cgroups).
         r = e2elib.ctl("--json", "status", runtime=runtime)
         results["pagetierd_status"] = json.loads(r.stdout) if r.returncode == 0 else None
-    with open(out_path, "w") as f:
-        json.dump(results, f)
+    save()
     noise.stop_ev.set()
     if daemon:
         daemon.terminate()
