@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +272,87 @@ static int write_str(const char *path, const char *s)
 	return rc;
 }
 
+/*
+ * A process's smaps, read whole into a buffer each scanning thread keeps and grows to the
+ * largest file it has seen (up to PT_SMAPS_MAX, beyond which the text is cut): a fresh
+ * buffer of megabytes per scan would be mapped, populated and locked (the daemon runs
+ * under mlockall), then unmapped, at every scan of every process.
+ */
+#define PT_SMAPS_FIRST	(256U << 10)
+#define PT_SMAPS_MAX	(64U << 20)
+
+struct smaps_buf {
+	char *text;
+	size_t cap;
+};
+
+static pthread_key_t smaps_key;
+static bool smaps_key_ok;
+static pthread_once_t smaps_once = PTHREAD_ONCE_INIT;
+
+static void smaps_buf_free(void *p)
+{
+	struct smaps_buf *b = p;
+
+	free(b->text);
+	free(b);
+}
+
+static void smaps_key_init(void)
+{
+	/* Without a key each scan allocates its own buffer. */
+	smaps_key_ok = !pthread_key_create(&smaps_key, smaps_buf_free);
+}
+
+/* The calling thread's buffer, or NULL if none could be kept. */
+static struct smaps_buf *thread_smaps_buf(void)
+{
+	struct smaps_buf *b;
+
+	pthread_once(&smaps_once, smaps_key_init);
+	if (!smaps_key_ok)
+		return NULL;
+	b = pthread_getspecific(smaps_key);
+	if (!b && (b = calloc(1, sizeof(*b))) && pthread_setspecific(smaps_key, b)) {
+		free(b);
+		b = NULL;
+	}
+	return b;
+}
+
+static bool smaps_buf_grow(struct smaps_buf *b)
+{
+	size_t cap = b->cap ? b->cap * 2 : PT_SMAPS_FIRST;
+	char *text = realloc(b->text, cap);
+
+	if (!text)
+		return false;
+	b->text = text;
+	b->cap = cap;
+	return true;
+}
+
+/*
+ * Reads @path whole (a file that fills the buffer is read again into one twice the size).
+ * Returns its text, in the thread's buffer or in *@own (the caller frees it), or NULL with
+ * *@len the error (-ENOMEM: 0).
+ */
+static const char *read_smaps(const char *path, char **own, ssize_t *len)
+{
+	struct smaps_buf local = { 0 }, *b = thread_smaps_buf();
+
+	if (!b)
+		b = &local;
+	*len = 0;
+	if (!b->cap && !smaps_buf_grow(b))
+		return NULL;
+	while ((*len = pt_read_file(path, b->text, b->cap)) >= 0 &&
+	       (size_t)*len + 1 >= b->cap && b->cap < PT_SMAPS_MAX && smaps_buf_grow(b))
+		;
+	*own = b == &local ? local.text : NULL;
+	return *len < 0 ? NULL : b->text;
+}
+
 static int scan_fallback(pid_t pid, unsigned int chunk_shift, struct pt_proc_scan *out)
 {
 	struct pt_maps_reader maps = { .fp = NULL };
@@ -277,21 +360,19 @@ static int scan_fallback(pid_t pid, unsigned int chunk_shift, struct pt_proc_sca
 	enum pt_map_kind kind;
 	char path[64];
 	uint64_t *pm = NULL;
-	char *smaps = NULL;
+	char *smaps = NULL;		/* the text, when no thread buffer could be kept */
+	const char *text;
 	int pm_fd = -1, rc = 0;
 	struct pt_range r;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
-	smaps = malloc(4 << 20);
-	if (!smaps)
-		return -ENOMEM;
-	n = pt_read_file(path, smaps, 4 << 20);
-	if (n < 0) {
-		rc = n == -ENOENT ? -ESRCH : (int)n;
+	text = read_smaps(path, &smaps, &n);
+	if (!text) {
+		rc = n == -ENOENT ? -ESRCH : n < 0 ? (int)n : -ENOMEM;
 		goto out;
 	}
-	pt_smaps_referenced(smaps, add_ref, &rl);
+	pt_smaps_referenced(text, add_ref, &rl);
 
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
 	pm_fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -12,7 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "cgroup.h"
 #include "hotness.h"
+#include "scanner.h"
 
 #define CHUNK (1ULL << PT_HOT_DEF_CHUNK_SHIFT)
 #define BASE 0x7f0000000000ULL
@@ -679,6 +684,113 @@ static void test_smaps_referenced(void **state)
 	assert_int_equal(got[2], 256);
 }
 
+/*
+ * The fallback scanner against a real process whose smaps is longer than its first read
+ * buffer (256 KiB): reads of its last mapping, which only smaps' Referenced shows, must
+ * still count, so the text is read whole.
+ */
+#define FB_MAPS 900
+#define FB_LAST (256 << 10)
+
+static void fb_child(int to_parent, int from_parent)
+{
+	char *last = NULL, go;
+	volatile char sum = 0;
+
+	/* First, and aligned to the scan's 64 KiB chunks, so that they cover it exactly. */
+	last = mmap(NULL, FB_LAST + (64 << 10), PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (last == MAP_FAILED)
+		_exit(1);
+	{
+		char *aligned = (char *)(((uintptr_t)last + 0xffff) & ~(uintptr_t)0xffff);
+
+		if (aligned > last)
+			munmap(last, aligned - last);
+		munmap(aligned + FB_LAST, (64 << 10) - (aligned - last));
+		last = aligned;
+	}
+	/*
+	 * Then many small mappings below it (mmap goes down), which smaps lists before it;
+	 * alternating protections keep the kernel from merging them into one.
+	 */
+	for (int i = 0; i < FB_MAPS; i++)
+		if (mmap(NULL, 4096, (i & 1) ? PROT_READ : PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+			_exit(1);
+	memset(last, 1, FB_LAST);
+	if (write(to_parent, &last, sizeof(last)) != sizeof(last) || read(from_parent, &go, 1) != 1)
+		_exit(1);
+	for (size_t off = 0; off < FB_LAST; off += 4096)
+		sum += last[off];	/* reads only: no soft-dirty bit, Referenced only */
+	if (write(to_parent, &last, sizeof(last)) != sizeof(last))
+		_exit(1);
+	(void)read(from_parent, &go, 1);
+	_exit(0);
+}
+
+static uint32_t fb_accessed(pid_t pid, uint64_t start, uint64_t *present)
+{
+	struct pt_proc_scan ps;
+	uint32_t acc = 0;
+
+	assert_int_equal(pt_scan_process(PT_SCANNER_FALLBACK, -1, pid, 16, &ps), 0);
+	*present = 0;
+	for (uint32_t i = 0; i < ps.n; i++)
+		if (ps.chunks[i].addr >= start && ps.chunks[i].addr < start + FB_LAST) {
+			acc += ps.chunks[i].accessed;
+			*present += ps.chunks[i].present;
+		}
+	pt_proc_scan_free(&ps);
+	return acc;
+}
+
+static void test_fallback_scan_reads_long_smaps(void **state)
+{
+	int up[2], down[2], status;
+	uint64_t present;
+	char *last;
+	char buf[64];
+	pid_t pid;
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(down), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		close(up[0]);
+		close(down[1]);
+		fb_child(up[1], down[0]);
+	}
+	/* Only the child writes up and reads down: a child gone early reads as end of file. */
+	close(up[1]);
+	close(down[0]);
+	assert_int_equal(read(up[0], &last, sizeof(last)), sizeof(last));
+	/* The smaps text is longer than the first buffer (else this test shows nothing). */
+	snprintf(buf, sizeof(buf), "/proc/%d/smaps", (int)pid);
+	{
+		static char text[4 << 20];
+
+		n = pt_read_file(buf, text, sizeof(text));
+	}
+	assert_true(n > 256 << 10);
+	/* The first scan sees the writes and clears the bits. */
+	assert_true(fb_accessed(pid, (uint64_t)last, &present) > 0);
+	assert_int_equal(present, FB_LAST / 4096);
+	assert_int_equal(fb_accessed(pid, (uint64_t)last, &present), 0);
+	assert_int_equal(write(down[1], "r", 1), 1);
+	assert_int_equal(read(up[0], &last, sizeof(last)), sizeof(last));
+	/* Reads: placed by smaps alone, every present page of the mapping counts. */
+	assert_int_equal(fb_accessed(pid, (uint64_t)last, &present), FB_LAST / 4096);
+	assert_int_equal(write(down[1], "q", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(up[0]);
+	close(down[1]);
+}
+
 static void test_idset(void **state)
 {
 	struct pt_idset s = { 0 };
@@ -716,6 +828,7 @@ int main(void)
 		cmocka_unit_test(test_fold_bitmaps_random),
 		cmocka_unit_test(test_smaps_referenced),
 		cmocka_unit_test(test_idset),
+		cmocka_unit_test(test_fallback_scan_reads_long_smaps),
 		cmocka_unit_test(test_pidfd_kept_with_the_slot),
 	};
 
