@@ -432,8 +432,10 @@ def start_daemon(work, tag, probes, idle_s):
     runtime = os.path.join(conf, "run")
     with open(os.path.join(conf, "pagetierd.conf"), "w") as f:
         # The product's defaults (poll_interval 500 ms, scan_interval 1 s, ...) but the
-        # log level, which the bench reads.
-        f.write(f"[daemon]\ncgroup_root = {CG}\nruntime_dir = {runtime}\nlog_level = info\n"
+        # log level, which the bench reads: info, or PAGETIERD_LOG_LEVEL (debug logs each
+        # scan and sample: for a diagnosis at small N, its cost shows in the figures).
+        level = os.environ.get("PAGETIERD_LOG_LEVEL", "info")
+        f.write(f"[daemon]\ncgroup_root = {CG}\nruntime_dir = {runtime}\nlog_level = {level}\n"
                 f"metrics_listen = {METRICS}\n")
     with open(os.path.join(conf, "containers.d", "scale.conf"), "w") as f:
         for p in probes:
