@@ -820,6 +820,7 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 	 * a thousand sleeping containers' safety samples no table of a thousand rows each.
 	 */
 	bool covered = m->bpf_wakeups && !m->events_lost, usage_tried = false;
+	unsigned int sampled = 0;
 
 	for (size_t i = m->n_ctxs; i-- > 0;) {
 		struct pt_context *ctx;
@@ -833,6 +834,16 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 			m->samples_skipped++;
 			continue;
 		}
+		/*
+		 * Before this context, not in the middle of it: an event may wake any context
+		 * (a prefetch submitted) or make one due, and the ones before and after this
+		 * index are sampled this tick or next as they would be between ticks.
+		 */
+		if (m->poll_events && sampled && !(sampled % PT_TICK_POLL_SAMPLES)) {
+			m->poll_events(m->poll_arg);
+			m->tick_polls++;
+		}
+		sampled++;
 		ctx = &m->ctxs[i];
 		/* Due by time, not by an event: a safety sample. */
 		safety = covered && m->due_ms[i];

@@ -807,4 +807,7 @@ void pt_metrics_render(FILE *out, const struct pt_manager *m, const struct pt_ti
 	single_u64(out, "pagetier_tier_usage_reads_total", "counter",
 		   "Reads of the tiers' per-cgroup usage table (at most one a tick, and only in a tick that samples).",
 		   m->usage_reads);
+	single_u64(out, "pagetier_tick_event_polls_total", "counter",
+		   "Reads of the wake sources' rings between the samples of a long tick.",
+		   m->tick_polls);
 }

@@ -125,6 +125,17 @@ static void on_tier_event(const struct pagetier_event *e, void *arg)
 	pt_manager_tier_event(arg, e);
 }
 
+/* The wake sources' rings, read between the samples of a long tick (manager.h). */
+static void poll_wake_sources(void *arg)
+{
+	struct pt_daemon *d = arg;
+
+	if (d->bpf)
+		pt_bpf_poll(d->bpf, on_bpf_event, d);
+	if (d->events_fd >= 0)
+		pt_kmod_events_read(d->events_fd, on_tier_event, &d->m, &d->m.tier_events_lost);
+}
+
 static bool preload_optin(pid_t pid, const char *cgroup, void *arg)
 {
 	return pt_manager_preload_optin(arg, pid, cgroup);
@@ -617,6 +628,8 @@ int main(int argc, char **argv)
 	d.m.track = track_cgroup;
 	d.m.wake_events = wake_events;
 	d.m.track_arg = &d;
+	d.m.poll_events = poll_wake_sources;
+	d.m.poll_arg = &d;
 	pt_nvme_init(&d.nvme);
 	pt_log_set_level(level_arg ? lvl : d.m.cfg.log_level);
 	/* Never let the daemon that manages swap be swapped itself; lock only what it touches. */

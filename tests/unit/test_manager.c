@@ -19,11 +19,11 @@
 
 /* What the manager handed out: the actions (kept, to be given back) and the BPF filter. */
 struct recorder {
-	struct pt_action *a[64];
+	struct pt_action *a[256];
 	int n;
-	uint64_t tracked[16];
+	uint64_t tracked[128];
 	int n_tracked;
-	uint64_t waking[16];	/* cgroups whose BPF events wake the daemon */
+	uint64_t waking[128];	/* cgroups whose BPF events wake the daemon */
 	int n_waking;
 	int wake_calls;
 };
@@ -32,7 +32,7 @@ static void record(void *arg, struct pt_action *a)
 {
 	struct recorder *r = arg;
 
-	assert_true(r->n < 64);
+	assert_true(r->n < 256);
 	r->a[r->n++] = a;
 }
 
@@ -41,6 +41,7 @@ static void track(void *arg, uint64_t id, bool on)
 	struct recorder *r = arg;
 
 	if (on) {
+		assert_true(r->n_tracked < 128);
 		r->tracked[r->n_tracked++] = id;
 		return;
 	}
@@ -57,8 +58,10 @@ static void wake_events(void *arg, uint64_t id, bool on)
 	for (int i = 0; i < r->n_waking; i++)
 		if (r->waking[i] == id)
 			r->waking[i] = r->waking[--r->n_waking];
-	if (on)
+	if (on) {
+		assert_true(r->n_waking < 128);
 		r->waking[r->n_waking++] = id;
+	}
 }
 
 static bool waking(const struct recorder *r, uint64_t id)
@@ -356,6 +359,72 @@ static void test_idle_offload_and_packet_wake(void **state)
 	/* An event of a cgroup with no context is counted: the BPF filter should stop them. */
 	pt_manager_bpf_event(&f->m, 424242, 4, 0);
 	assert_int_equal(f->m.bpf_unmatched, 1);
+}
+
+/*
+ * A long tick reads the wake sources between its samples: a wake that arrives while it
+ * samples many active containers is seen before the tick ends, not after it.
+ */
+struct mid_tick {
+	struct pt_manager *m;
+	uint64_t idle_id;		/* the idle context the first poll delivers a packet for */
+	int calls;
+	enum pt_state seen;		/* its state right after that event, inside the tick */
+};
+
+static void mid_tick_poll(void *arg)
+{
+	struct mid_tick *mt = arg;
+
+	if (!mt->calls++) {
+		pt_manager_bpf_event(mt->m, mt->idle_id, 4, 0x0800);
+		mt->seen = pt_manager_find(mt->m, mt->idle_id)->idle.state;
+	}
+}
+
+static void test_a_long_tick_reads_wake_sources(void **state)
+{
+	struct fixture *f = *state;
+	struct mid_tick mt = { .m = &f->m };
+	struct pt_context *web;
+	char rel[64];
+	uint64_t t = pt_now_ms();
+	const int busy = 3 * PT_TICK_POLL_SAMPLES;
+
+	/* web goes idle; then many busy containers, all sampled at every tick. */
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	for (int i = 0; i < busy; i++) {
+		snprintf(rel, sizeof(rel), "ct/busy-%d", i);
+		cgroup(f->root, rel, 1000);
+	}
+	reload_policies(f, "[web]\nmatch_cgroup = /ct/web\nidle_threshold = 1s\ncold_after = 0\n\n"
+			   "[db]\nmatch_cgroup = /ct/db\nclass = critical\nidle_threshold = 1s\n\n"
+			   "[busy]\nmatch_cgroup = /ct/busy-*\nidle_threshold = 60s\n");
+	pt_manager_tick(&f->m, t);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(f->m.n_ctxs, 2 + busy);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+
+	f->m.poll_events = mid_tick_poll;
+	f->m.poll_arg = &mt;
+	mt.idle_id = web->cgroup_id;
+	pt_manager_tick(&f->m, t + 100);
+	/* Once every PT_TICK_POLL_SAMPLES samples, never before the first one. */
+	assert_true(f->m.samples_taken >= (uint64_t)busy);
+	assert_true(mt.calls >= busy / PT_TICK_POLL_SAMPLES - 1);
+	assert_int_equal(f->m.tick_polls, (uint64_t)mt.calls);
+	/* The packet woke web in the middle of the tick, and the tick went on past it. */
+	assert_int_not_equal(mt.seen, PT_STATE_IDLE);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->n_wakes, 1);
+	assert_string_equal(web->wake_source, "ingress packet (bpf)");
+	f->m.poll_events = NULL;
 }
 
 /*
@@ -1271,6 +1340,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_contexts_follow_the_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_walk_keeps_contexts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tick_costs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_long_tick_reads_wake_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_tier_holds_offload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_offload_paced, setup, teardown),
