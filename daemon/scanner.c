@@ -276,9 +276,11 @@ static int write_str(const char *path, const char *s)
  * A process's smaps, read whole into a buffer each scanning thread keeps and grows to the
  * largest file it has seen (up to PT_SMAPS_MAX, beyond which the text is cut): a fresh
  * buffer of megabytes per scan would be mapped, populated and locked (the daemon runs
- * under mlockall), then unmapped, at every scan of every process.
+ * under mlockall), then unmapped, at every scan of every process. A buffer grown past
+ * PT_SMAPS_KEEP for a process with very many mappings is given back after its scan.
  */
 #define PT_SMAPS_FIRST	(256U << 10)
+#define PT_SMAPS_KEEP	(4U << 20)
 #define PT_SMAPS_MAX	(64U << 20)
 
 struct smaps_buf {
@@ -343,6 +345,7 @@ static const char *read_smaps(const char *path, char **own, ssize_t *len)
 
 	if (!b)
 		b = &local;
+	*own = NULL;
 	*len = 0;
 	if (!b->cap && !smaps_buf_grow(b))
 		return NULL;
@@ -351,6 +354,18 @@ static const char *read_smaps(const char *path, char **own, ssize_t *len)
 		;
 	*own = b == &local ? local.text : NULL;
 	return *len < 0 ? NULL : b->text;
+}
+
+/* After a scan: the thread's buffer, if it grew past PT_SMAPS_KEEP, is given back. */
+static void smaps_trim(void)
+{
+	struct smaps_buf *b = smaps_key_ok ? pthread_getspecific(smaps_key) : NULL;
+
+	if (b && b->cap > PT_SMAPS_KEEP) {
+		free(b->text);
+		b->text = NULL;
+		b->cap = 0;
+	}
 }
 
 static int scan_fallback(pid_t pid, unsigned int chunk_shift, struct pt_proc_scan *out)
@@ -428,6 +443,7 @@ out:
 		close(pm_fd);
 	free(pm);
 	free(smaps);
+	smaps_trim();
 	free(rl.m);
 	return rc;
 }
