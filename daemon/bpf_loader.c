@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "log.h"
@@ -136,16 +137,24 @@ static bool kallsyms_has(const char *sym)
 	return found;
 }
 
-/* Whether the running kernel has what @c attaches to, as far as can be told before loading. */
-static bool cand_target_exists(const struct cand *c)
+/*
+ * Whether the running kernel has what @c attaches to, as far as can be told before loading.
+ * @vmlinux: the kernel's BTF, parsed once for every candidate (5 MiB of it on Debian's
+ * kernels; libbpf_find_vmlinux_btf_id would parse it again for each), or NULL without it.
+ * The names are the ones libbpf's attach looks up: a BTF tracepoint's "btf_trace_" typedef,
+ * an fentry's or fexit's function.
+ */
+static bool cand_target_exists(const struct cand *c, const struct btf *vmlinux)
 {
+	char name[128];
+
 	switch (c->kind) {
 	case K_TP_BTF:
-		return libbpf_find_vmlinux_btf_id(c->target, BPF_TRACE_RAW_TP) > 0;
+		snprintf(name, sizeof(name), "btf_trace_%s", c->target);
+		return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
 	case K_FENTRY:
-		return libbpf_find_vmlinux_btf_id(c->target, BPF_TRACE_FENTRY) > 0;
 	case K_FEXIT:
-		return libbpf_find_vmlinux_btf_id(c->target, BPF_TRACE_FEXIT) > 0;
+		return vmlinux && btf__find_by_name_kind(vmlinux, c->target, BTF_KIND_FUNC) > 0;
 	case K_KPROBE:
 	case K_KRETPROBE:
 		return kallsyms_has(c->target);
@@ -329,6 +338,7 @@ int pt_bpf_open_opts(struct pt_bpf **out, const struct pt_bpf_opts *opts, char *
 {
 	bool exists[NR_SIGNALS][MAX_CANDS] = { { false } };
 	int choice[NR_SIGNALS] = { 0 };
+	struct btf *vmlinux;
 	char cgroup_root[256];
 	struct pt_bpf *b;
 	int err = 0;
@@ -362,13 +372,18 @@ int pt_bpf_open_opts(struct pt_bpf **out, const struct pt_bpf_opts *opts, char *
 	if (cgroup_root[0])
 		b->cgroup_fd = open(cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		pt_debug("BPF: reading the kernel's BTF failed (%s): no BTF-typed probe",
+			 strerror(errno));
 	for (size_t s = 0; s < NR_SIGNALS; s++)
 		for (int i = 0; i < signals[s].n; i++) {
 			const struct cand *c = &signals[s].cands[i];
 
 			exists[s][i] = c->kind == K_CGROUP_SKB ? b->cgroup_fd >= 0 :
-				       cand_target_exists(c);
+				       cand_target_exists(c, vmlinux);
 		}
+	btf__free(vmlinux);
 
 	for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
 		memset(b->attached, 0, sizeof(b->attached));

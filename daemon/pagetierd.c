@@ -126,6 +126,17 @@ static void on_tier_event(const struct pagetier_event *e, void *arg)
 	pt_manager_tier_event(arg, e);
 }
 
+/* The tier's event ring (swap-ins of offloaded pages), without blocking. */
+static void read_tier_events(struct pt_daemon *d)
+{
+	uint64_t lost = d->m.tier_events_lost;
+
+	pt_kmod_events_read(d->events_fd, on_tier_event, &d->m, &d->m.tier_events_lost);
+	if (d->m.tier_events_lost != lost)
+		pt_debug("tier event ring: %llu records lost so far",
+			 (unsigned long long)d->m.tier_events_lost);
+}
+
 /* The wake sources' rings, read between the samples of a long tick (manager.h). */
 static void poll_wake_sources(void *arg)
 {
@@ -134,7 +145,7 @@ static void poll_wake_sources(void *arg)
 	if (d->bpf)
 		pt_bpf_poll(d->bpf, on_bpf_event, d);
 	if (d->events_fd >= 0)
-		pt_kmod_events_read(d->events_fd, on_tier_event, &d->m, &d->m.tier_events_lost);
+		read_tier_events(d);
 }
 
 static bool preload_optin(pid_t pid, const char *cgroup, void *arg)
@@ -455,12 +466,7 @@ static void dispatch(struct pt_daemon *d, int fd)
 	} else if (fd == d->background.efd) {
 		pt_workers_reap(&d->background, d);
 	} else if (fd == d->events_fd) {
-		uint64_t lost = d->m.tier_events_lost;
-
-		pt_kmod_events_read(d->events_fd, on_tier_event, &d->m, &d->m.tier_events_lost);
-		if (d->m.tier_events_lost != lost)
-			pt_debug("tier event ring: %llu records lost so far",
-				 (unsigned long long)d->m.tier_events_lost);
+		read_tier_events(d);
 	} else if (fd == d->m.watch.fd) {
 		/* Only marks the walk due: the next tick walks, once for a burst of mkdirs. */
 		pt_cgroup_watch_read(&d->m.watch);
@@ -648,7 +654,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	open_module(&d);
 	open_bpf(&d);
-	/* Loading the probes parsed the kernel's BTF several times over: give that back. */
+	/*
+	 * Loading the probes freed what libbpf allocated to parse the object and the kernel's
+	 * BTF; the heap keeps it locked unless given back (0.5 MiB of RSS on a 6.18 host).
+	 */
 	malloc_trim(0);
 	pt_info("access scanner: %s, %llu KiB chunks, every %llu ms",
 		pt_scanner_name(d.m.scanner), (unsigned long long)(1ULL << d.m.cfg.chunk_shift) >> 10,

@@ -302,7 +302,7 @@ static void smaps_buf_free(void *p)
 
 static void smaps_key_init(void)
 {
-	/* Without a key each scan allocates its own buffer. */
+	/* Without a key no buffer can be kept: the fallback's scans fail with -ENOMEM. */
 	smaps_key_ok = !pthread_key_create(&smaps_key, smaps_buf_free);
 }
 
@@ -335,24 +335,19 @@ static bool smaps_buf_grow(struct smaps_buf *b)
 }
 
 /*
- * Reads @path whole (a file that fills the buffer is read again into one twice the size).
- * Returns its text, in the thread's buffer or in *@own (the caller frees it), or NULL with
- * *@len the error (-ENOMEM: 0).
+ * Reads @path whole into the thread's buffer (a file that fills it is read again into one
+ * twice the size). Returns the text, or NULL with *@len the error (-ENOMEM: no buffer).
  */
-static const char *read_smaps(const char *path, char **own, ssize_t *len)
+static const char *read_smaps(const char *path, ssize_t *len)
 {
-	struct smaps_buf local = { 0 }, *b = thread_smaps_buf();
+	struct smaps_buf *b = thread_smaps_buf();
 
-	if (!b)
-		b = &local;
-	*own = NULL;
-	*len = 0;
-	if (!b->cap && !smaps_buf_grow(b))
+	*len = -ENOMEM;
+	if (!b || (!b->cap && !smaps_buf_grow(b)))
 		return NULL;
 	while ((*len = pt_read_file(path, b->text, b->cap)) >= 0 &&
 	       (size_t)*len + 1 >= b->cap && b->cap < PT_SMAPS_MAX && smaps_buf_grow(b))
 		;
-	*own = b == &local ? local.text : NULL;
 	return *len < 0 ? NULL : b->text;
 }
 
@@ -375,16 +370,15 @@ static int scan_fallback(pid_t pid, unsigned int chunk_shift, struct pt_proc_sca
 	enum pt_map_kind kind;
 	char path[64];
 	uint64_t *pm = NULL;
-	char *smaps = NULL;		/* the text, when no thread buffer could be kept */
 	const char *text;
 	int pm_fd = -1, rc = 0;
 	struct pt_range r;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
-	text = read_smaps(path, &smaps, &n);
+	text = read_smaps(path, &n);
 	if (!text) {
-		rc = n == -ENOENT ? -ESRCH : n < 0 ? (int)n : -ENOMEM;
+		rc = n == -ENOENT ? -ESRCH : (int)n;
 		goto out;
 	}
 	pt_smaps_referenced(text, add_ref, &rl);
@@ -442,7 +436,6 @@ out:
 	if (pm_fd >= 0)
 		close(pm_fd);
 	free(pm);
-	free(smaps);
 	smaps_trim();
 	free(rl.m);
 	return rc;
