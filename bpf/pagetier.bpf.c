@@ -7,8 +7,10 @@
  * at once for any other cgroup, so the cost on the rest of the host is one hash lookup. Then
  * each type is bounded so that a storm cannot flood the ring or the daemon:
  *   faults    1 in 2^fault_sample_shift (random), the same page twice in a row on a CPU is
- *             dropped, and at most win_max events per cgroup per win_ns window;
- *   swap-ins  window limit as faults (they are bounded by I/O anyway, and each one matters);
+ *             dropped, and at most win_max events per cgroup per win_ns window while the
+ *             cgroup is idle (wake_daemon: a burst of them may be its wake), at most one per
+ *             active_min_interval_ns while it is active (they only make it due for a sample);
+ *   swap-ins  the same limits as faults (each one matters to an idle cgroup's wake);
  *   wakeups   at most one per cgroup per wake_min_interval_ns;
  *   packets   at most one per cgroup per net_min_interval_ns.
  * A failed bpf_ringbuf_reserve() is counted per CPU in pt_drops. Only the events of cgroups
@@ -35,6 +37,7 @@ const volatile __u64 win_ns = 10 * 1000 * 1000ULL;		/* 10 ms */
 const volatile __u32 win_max = 64;				/* per cgroup, type, window */
 const volatile __u64 wake_min_interval_ns = 100 * 1000 * 1000ULL;
 const volatile __u64 net_min_interval_ns = 100 * 1000 * 1000ULL;
+const volatile __u64 active_min_interval_ns = 100 * 1000 * 1000ULL;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -43,9 +46,15 @@ struct {
 	__type(value, struct pt_bpf_cgroup);
 } pt_cgroups SEC(".maps");
 
+/*
+ * 1 MiB: one tick's events (the daemon reads the ring every poll_interval, 500 ms) of 600
+ * active cgroups at their limits (faults, swap-ins, wakeups and packets at 10 a second
+ * each, 56 bytes a record with its header) is 670 KiB. A lost record makes the daemon
+ * sample every container at that tick (manager.c, events_lost).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 1024 * 1024);
 } pt_events SEC(".maps");
 
 struct {
@@ -120,6 +129,20 @@ static __always_inline bool window_ok(struct pt_bpf_cgroup *cg, __u32 type, __u6
 	return true;
 }
 
+/*
+ * Faults and swap-ins: an idle cgroup's (wake_daemon) in windows, since a burst of them
+ * is its wake and the daemon counts them; an active cgroup's at most one per
+ * active_min_interval_ns, since there they only make the context due for its next sample
+ * (activity.c: refaults of an active context are its work). Without this, 600 active
+ * containers filled the ring within a tick (bench/scale, 20% of 3,000).
+ */
+static __always_inline bool demand_ok(struct pt_bpf_cgroup *cg, __u32 type, __u64 now)
+{
+	if (cg->wake_daemon)
+		return window_ok(cg, type, now);
+	return interval_ok(cg, type, now, active_min_interval_ns);
+}
+
 static __always_inline int emit(struct pt_bpf_cgroup *cg, __u32 type, __u32 flags, __u64 now,
 				__u32 pid, __u32 tid, __u64 addr, __u64 extra)
 {
@@ -181,7 +204,7 @@ static __always_inline int on_fault(__u64 address, __u64 error_code)
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
-	if (!window_ok(cg, PT_BPF_EV_FAULT, now)) {
+	if (!demand_ok(cg, PT_BPF_EV_FAULT, now)) {
 		limited(PT_BPF_EV_FAULT);
 		return 0;
 	}
@@ -219,7 +242,7 @@ static __always_inline int on_swapin(__u64 entry)
 	if (!cg)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (!window_ok(cg, PT_BPF_EV_SWAPIN, now)) {
+	if (!demand_ok(cg, PT_BPF_EV_SWAPIN, now)) {
 		limited(PT_BPF_EV_SWAPIN);
 		return 0;
 	}

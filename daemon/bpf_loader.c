@@ -117,6 +117,7 @@ void pt_bpf_default_opts(struct pt_bpf_opts *opts)
 	opts->fault_sample_shift = 6;
 	opts->win_ns = 10 * 1000 * 1000ULL;
 	opts->win_max = 64;
+	opts->active_min_interval_ns = 100 * 1000 * 1000ULL;
 	opts->wake_min_interval_ns = 100 * 1000 * 1000ULL;
 	opts->net_min_interval_ns = 100 * 1000 * 1000ULL;
 }
@@ -215,6 +216,7 @@ static void set_rodata(struct pagetier_bpf *skel, const struct pt_bpf_opts *o)
 	skel->rodata->fault_sample_shift = o->fault_sample_shift > 16 ? 16 : o->fault_sample_shift;
 	skel->rodata->win_ns = o->win_ns;
 	skel->rodata->win_max = o->win_max;
+	skel->rodata->active_min_interval_ns = o->active_min_interval_ns;
 	skel->rodata->wake_min_interval_ns = o->wake_min_interval_ns;
 	skel->rodata->net_min_interval_ns = o->net_min_interval_ns;
 }

@@ -24,8 +24,9 @@ struct pt_bpf;
 
 struct pt_bpf_opts {
 	uint32_t fault_sample_shift;	/* report 1 in 2^shift user faults (0: every one) */
-	uint64_t win_ns;		/* fault and swap-in rate window */
+	uint64_t win_ns;		/* an idle cgroup's fault and swap-in rate window */
 	uint32_t win_max;		/* events per cgroup and type per window */
+	uint64_t active_min_interval_ns;	/* an active cgroup's: at most one per interval */
 	uint64_t wake_min_interval_ns;	/* at most one wakeup event per cgroup per interval */
 	uint64_t net_min_interval_ns;	/* at most one packet event per cgroup per interval */
 	const char *cgroup2_root;	/* where to attach cgroup_skb; NULL: found in mounts */

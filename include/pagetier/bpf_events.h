@@ -55,9 +55,10 @@ struct pt_bpf_event {
  */
 struct pt_bpf_cgroup {
 	__u64 report_id;
-	__u64 last_emit_ns[PT_BPF_EV_MAX];	/* min-interval limit (wakeups, packets) */
+	__u64 last_emit_ns[PT_BPF_EV_MAX];	/* min-interval limit (wakeups, packets; an
+						 * active cgroup's faults and swap-ins) */
 	__u64 last_seen_ns;			/* last wakeup seen, emitted or not */
-	__u64 win_start_ns[PT_BPF_EV_MAX];	/* window limit (faults, swap-ins) */
+	__u64 win_start_ns[PT_BPF_EV_MAX];	/* window limit (an idle cgroup's faults, swap-ins) */
 	__u32 win_count[PT_BPF_EV_MAX];
 	/*
 	 * 1: each event wakes pagetierd at once (an idle context: a packet or a refault may be
