@@ -48,10 +48,9 @@
 /*
  * Threads for blocking actions. The wake prefetch (a container waits for it) has a pool of
  * its own, enough to wake two containers at once on a small host, so that it never queues
- * behind background work; offload, scans and reclaim run in a pool of SCHED_IDLE threads
- * (at PT_BACKGROUND_NICE where the policy is refused), so that their CPU time
- * (MADV_PAGEOUT unmaps and writes in the caller's context) yields to the containers' own
- * threads, a critical service's first.
+ * behind background work; offload, scans and reclaim run in a pool at PT_BACKGROUND_NICE,
+ * so that their CPU time (MADV_PAGEOUT unmaps and writes in the caller's context) yields
+ * to the containers' own threads, a critical service's first.
  */
 #define PT_WORKER_THREADS 2
 #define PT_BACKGROUND_THREADS 2
@@ -672,11 +671,8 @@ int main(int argc, char **argv)
 		metrics_listen(&d);
 		rc = pt_workers_start(&d.workers, PT_WORKER_THREADS);
 		if (!rc)
-			rc = pt_workers_start_background(&d.background, PT_BACKGROUND_THREADS,
-							 PT_BACKGROUND_NICE);
-		if (!rc && d.background.sched_idle_errors)
-			pt_warn("background threads: SCHED_IDLE refused, running at nice %d",
-				PT_BACKGROUND_NICE);
+			rc = pt_workers_start_nice(&d.background, PT_BACKGROUND_THREADS,
+						   PT_BACKGROUND_NICE);
 	}
 	if (!rc)
 		rc = setup_loop(&d);

@@ -2,7 +2,6 @@
 #include "worker.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,11 +55,15 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static int workers_start(struct pt_workers *w, int n_threads, int nice, bool sched_idle)
+int pt_workers_start(struct pt_workers *w, int n_threads)
+{
+	return pt_workers_start_nice(w, n_threads, 0);
+}
+
+int pt_workers_start_nice(struct pt_workers *w, int n_threads, int nice)
 {
 	memset(w, 0, sizeof(*w));
 	w->nice = nice;
-	w->sched_idle = sched_idle;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -76,18 +79,7 @@ static int workers_start(struct pt_workers *w, int n_threads, int nice, bool sch
 
 		/* top -H, ps -L and /proc/PID/task/TID/comm tell the pools apart. */
 		if (!rc)
-			pthread_setname_np(w->threads[i], sched_idle ? "pt-background" : "pt-worker");
-		/*
-		 * SCHED_IDLE on top of the nice value: the scheduler preempts an idle-policy
-		 * task as soon as a normal one wakes on its CPU (check_preempt_wakeup_fair), and
-		 * places a waking task on a CPU that runs only idle-policy ones as on an idle
-		 * CPU (sched_idle_cpu). At nice 19 alone, a critical service's thread waking
-		 * behind a scan could wait out the scan's slice (EEVDF's RUN_TO_PARITY). The
-		 * nice value stays for a kernel or a sandbox that refuses the policy.
-		 */
-		if (!rc && sched_idle &&
-		    pthread_setschedparam(w->threads[i], SCHED_IDLE, &(struct sched_param){ 0 }))
-			w->sched_idle_errors++;
+			pthread_setname_np(w->threads[i], nice ? "pt-background" : "pt-worker");
 
 		if (rc) {
 			pt_workers_stop(w, NULL);
@@ -96,16 +88,6 @@ static int workers_start(struct pt_workers *w, int n_threads, int nice, bool sch
 		w->n_threads++;
 	}
 	return 0;
-}
-
-int pt_workers_start(struct pt_workers *w, int n_threads)
-{
-	return workers_start(w, n_threads, 0, false);
-}
-
-int pt_workers_start_background(struct pt_workers *w, int n_threads, int nice)
-{
-	return workers_start(w, n_threads, nice, true);
 }
 
 void pt_workers_submit(struct pt_workers *w, struct pt_job *job)

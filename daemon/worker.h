@@ -30,18 +30,15 @@ struct pt_workers {
 	bool stopping;
 	int nice;			/* the threads' nice value */
 	int nice_errors;		/* threads that could not take it */
-	bool sched_idle;		/* the threads run SCHED_IDLE */
-	int sched_idle_errors;		/* threads that could not take it */
 };
 
 int pt_workers_start(struct pt_workers *w, int n_threads);
 /*
- * A pool whose threads run SCHED_IDLE at nice @nice: background work (offload, scans)
- * that must yield the CPU to the containers' own threads at once, while the wake
- * prefetch, which a container waits for, runs in a pool of its own at the daemon's
- * priority. A thread the kernel refuses the policy keeps the nice value.
+ * A pool whose threads run at nice @nice: background work (offload, scans) that must
+ * yield the CPU to the containers' own threads at once, while the wake prefetch, which a
+ * container waits for, runs in a pool of its own at the daemon's priority.
  */
-int pt_workers_start_background(struct pt_workers *w, int n_threads, int nice);
+int pt_workers_start_nice(struct pt_workers *w, int n_threads, int nice);
 void pt_workers_submit(struct pt_workers *w, struct pt_job *job);
 /* Runs done() of every finished job, in submission order per thread. */
 void pt_workers_reap(struct pt_workers *w, void *arg);

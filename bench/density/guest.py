@@ -520,7 +520,7 @@ def main():
         }
         if daemon:
             # Which of its threads, user and system: the main loop (samples, policy) runs
-            # at the default priority, the offload/scan pool SCHED_IDLE.
+            # at the default priority, the offload/scan pool at nice 19.
             window_cpu["pagetierd_threads_cpu_s"] = {
                 k: [round(u - pt0.get(k, [0, 0])[0], 2), round(y - pt0.get(k, [0, 0])[1], 2)]
                 for k, (u, y) in thread_cpu_seconds(daemon.pid).items()}

@@ -7,7 +7,6 @@
 #include <cmocka.h>
 
 #include <poll.h>
-#include <sched.h>
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -17,7 +16,6 @@
 struct test_job {
 	struct pt_job job;
 	int value;
-	int policy;		/* run_nice: the thread's scheduling policy */
 	pthread_t ran_on;
 	int *completed;
 };
@@ -96,32 +94,22 @@ static void run_nice(struct pt_job *job)
 
 	t->ran_on = pthread_self();
 	t->value = getpriority(PRIO_PROCESS, 0);
-	t->policy = sched_getscheduler(0);
 }
-
-struct seen_sched {
-	int nice, policy;
-};
 
 static void done_free(struct pt_job *job, void *arg)
 {
-	struct seen_sched *seen = arg;
+	int *seen = arg;
 
-	seen->nice = ((struct test_job *)job)->value;
-	seen->policy = ((struct test_job *)job)->policy;
+	*seen = ((struct test_job *)job)->value;
 	free(job);
 }
 
-/*
- * A background pool's threads run SCHED_IDLE and niced; the loop thread and a plain
- * pool's keep the process's policy and nice value.
- */
-static void test_background_pool(void **state)
+/* A background pool's threads run niced; the loop thread and a plain pool's do not. */
+static void test_niced_pool(void **state)
 {
 	struct pt_workers plain, bg;
 	struct test_job *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
-	struct seen_sched seen_plain = { -100, -1 }, seen_bg = { -100, -1 };
-	int me = getpriority(PRIO_PROCESS, 0), my_policy = sched_getscheduler(0);
+	int seen_plain = -100, seen_bg = -100, me = getpriority(PRIO_PROCESS, 0);
 
 	(void)state;
 	assert_non_null(a);
@@ -129,19 +117,15 @@ static void test_background_pool(void **state)
 	a->job.run = b->job.run = run_nice;
 	a->job.done = b->job.done = done_free;
 	assert_int_equal(pt_workers_start(&plain, 1), 0);
-	assert_int_equal(pt_workers_start_background(&bg, 1, 19), 0);
+	assert_int_equal(pt_workers_start_nice(&bg, 1, 19), 0);
 	pt_workers_submit(&plain, &a->job);
 	pt_workers_submit(&bg, &b->job);
 	pt_workers_stop(&plain, &seen_plain);
 	pt_workers_stop(&bg, &seen_bg);
-	assert_int_equal(seen_plain.nice, me);
-	assert_int_equal(seen_plain.policy, my_policy);
-	assert_int_equal(seen_bg.nice, 19);
-	assert_int_equal(seen_bg.policy, SCHED_IDLE);
+	assert_int_equal(seen_plain, me);
+	assert_int_equal(seen_bg, 19);
 	assert_int_equal(bg.nice_errors, 0);
-	assert_int_equal(bg.sched_idle_errors, 0);
 	assert_int_equal(getpriority(PRIO_PROCESS, 0), me);
-	assert_int_equal(sched_getscheduler(0), my_policy);
 }
 
 int main(void)
@@ -149,7 +133,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jobs_complete_on_reaper),
 		cmocka_unit_test(test_stop_drains_queue),
-		cmocka_unit_test(test_background_pool),
+		cmocka_unit_test(test_niced_pool),
 	};
 
 	return cmocka_run_group_tests_name("worker", tests, NULL, NULL);
