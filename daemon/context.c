@@ -115,10 +115,19 @@ static void drop_file_set(struct pt_context *ctx)
 	ctx->n_file_set = 0;
 }
 
+static void drop_rest_set(struct pt_context *ctx)
+{
+	free_set(ctx->rest_set, ctx->n_rest_set);
+	ctx->rest_set = NULL;
+	ctx->n_rest_set = 0;
+	ctx->rest_until_ms = 0;
+}
+
 void pt_context_release(struct pt_context *ctx)
 {
 	drop_wake_set(ctx);
 	drop_file_set(ctx);
+	drop_rest_set(ctx);
 	pt_cgroup_files_close(&ctx->files);
 	if (ctx->hot_ok)
 		pt_hot_free(&ctx->hot);
@@ -398,7 +407,12 @@ static void run_prefetch(struct pt_job *job)
 	 * swap-ins of MADV_WILLNEED below then find most pages staged instead of each
 	 * waiting for its own small read.
 	 */
-	if (a->kmod_fd >= 0 && a->budget) {
+	/*
+	 * Not for the rest of a wake: the bulk read stages the cgroup's newest pages, which
+	 * the wake's prefetch just read; the rest, written by the same offload in address
+	 * order, lies in runs that swap readahead reads whole.
+	 */
+	if (a->kmod_fd >= 0 && a->budget && !a->rest) {
 		rc = pt_kmod_prefetch(a->kmod_fd, a->cgroup_id, a->budget, &a->tier_planned);
 		if (rc)
 			pt_warn("%s: tier prefetch: %s (MADV_WILLNEED alone)", a->name,
@@ -818,6 +832,77 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate)
 }
 
 /* Bytes the ranges span: an upper bound of what the wake set holds. */
+/*
+ * The ranges of process @pid (started at @start) in @set, sorted and merged, into *@out
+ * (malloc'd, NULL when none). The count or -ENOMEM.
+ */
+static int ranges_of(const struct pt_proc_ranges *set, int n, pid_t pid, uint64_t start,
+		     struct pt_range **out)
+{
+	size_t total = 0, k = 0;
+
+	*out = NULL;
+	for (int i = 0; i < n; i++)
+		if (set[i].pid == pid && set[i].start == start)
+			total += (size_t)set[i].n;
+	if (!total)
+		return 0;
+	*out = malloc(total * sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		if (set[i].pid == pid && set[i].start == start) {
+			memcpy(*out + k, set[i].r, (size_t)set[i].n * sizeof(**out));
+			k += (size_t)set[i].n;
+		}
+	return (int)pt_ranges_normalize(*out, total);
+}
+
+/*
+ * The idle offload's set (ctx->wake_set) minus @hot (the model's set the wake restores
+ * first), per process, into ctx->rest_set, which takes the entries over. 0 or -ENOMEM
+ * (then no rest).
+ */
+static int keep_rest(struct pt_context *ctx, const struct pt_proc_ranges *hot, int n_hot)
+{
+	struct pt_proc_ranges *rest;
+	int n = 0;
+
+	if (!ctx->n_wake_set)
+		return 0;
+	rest = calloc((size_t)ctx->n_wake_set, sizeof(*rest));
+	if (!rest)
+		return -ENOMEM;
+	for (int i = 0; i < ctx->n_wake_set; i++) {
+		struct pt_proc_ranges *pr = &ctx->wake_set[i];
+		struct pt_range *h, *left;
+		int nh, nl;
+
+		nh = ranges_of(hot, n_hot, pr->pid, pr->start, &h);
+		if (nh < 0)
+			goto nomem;
+		nl = (int)pt_ranges_normalize(pr->r, (size_t)pr->n);
+		nl = pt_ranges_subtract(pr->r, (size_t)nl, h, (size_t)nh, &left);
+		free(h);
+		if (nl < 0)
+			goto nomem;
+		if (!nl)
+			continue;
+		free(pr->r);
+		rest[n] = *pr;	/* its pidfd moves with it */
+		rest[n].r = left;
+		rest[n].n = rest[n].cap = nl;
+		memset(pr, 0, sizeof(*pr));
+		n++;
+	}
+	ctx->rest_set = rest;
+	ctx->n_rest_set = n;
+	return 0;
+nomem:
+	free_set(rest, n);
+	return -ENOMEM;
+}
+
 static uint64_t set_bytes(const struct pt_proc_ranges *set, int n)
 {
 	uint64_t bytes = 0;
@@ -892,11 +977,16 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 	 * work; otherwise everything the idle offload advised. Either moves to the job: one
 	 * prefetch per idle period.
 	 */
+	drop_rest_set(ctx);
 	if (pt_context_wake_from_model(ctx)) {
 		a->n_set = pt_hot_ranges(&ctx->hot, ctx->hot.wake_set, ctx->hot.n_wake_set,
 					 &a->set);
 		if (a->n_set < 0)
 			a->n_set = 0;
+		/* What else the offload paged out waits for the application to ask for it. */
+		if (a->n_set && keep_rest(ctx, a->set, a->n_set))
+			pt_warn("%s: out of memory for the rest of its wake set: the model's part only",
+				ctx->policy.name);
 		drop_wake_set(ctx);
 	}
 	if (!a->n_set) {
@@ -914,6 +1004,53 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 	/* Never more than the container has on the tiers (when known). */
 	if (ctx->tier_pages && a->budget > ctx->tier_pages * 4096)
 		a->budget = ctx->tier_pages * 4096;
+	return a;
+}
+
+struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t misses,
+				  uint64_t room, uint64_t rate, int kmod_fd)
+{
+	struct pt_action *a;
+	uint64_t left = room;
+	int n = 0;
+
+	if (!ctx->n_rest_set || ctx->busy || !ctx->rest_until_ms)
+		return NULL;	/* none, or its wake's prefetch still runs */
+	if (ctx->idle.state != PT_STATE_ACTIVE || now > ctx->rest_until_ms) {
+		drop_rest_set(ctx);
+		return NULL;
+	}
+	if (ctx->rest_misses0 == UINT64_MAX)
+		ctx->rest_misses0 = misses;	/* the first look after the prefetch */
+	if (misses < ctx->rest_misses0 + PT_REST_MISSES || !room)
+		return NULL;
+	a = new_action(ctx, PT_JOB_PREFETCH);
+	if (!a)
+		return NULL;
+	/* As much as the host has room for, in address order (swap readahead's order). */
+	for (int i = 0; i < ctx->n_rest_set; i++) {
+		struct pt_proc_ranges *pr = &ctx->rest_set[i];
+
+		pr->n = (int)pt_ranges_truncate(pr->r, (size_t)pr->n, left);
+		left -= pt_ranges_bytes(pr->r, (size_t)pr->n);
+		if (pr->n)
+			ctx->rest_set[n++] = *pr;
+		else
+			pt_proc_ranges_free(pr);
+	}
+	a->set = ctx->rest_set;
+	a->n_set = n;
+	a->rest = true;
+	a->rate = rate;
+	/* Its reads queue behind the application's as the wake's did (run_prefetch()). */
+	a->kmod_fd = kmod_fd;
+	a->budget = room - left;
+	ctx->rest_set = NULL;
+	ctx->n_rest_set = 0;
+	ctx->rest_until_ms = 0;
+	pt_info("%s: wake: %llu demand reads past its prefetch: restoring the rest the idle offload paged out (%llu MiB)",
+		ctx->policy.name, (unsigned long long)(misses - ctx->rest_misses0),
+		(unsigned long long)(a->budget >> 20));
 	return a;
 }
 
@@ -940,6 +1077,7 @@ static void apply_offload(struct pt_context *ctx, struct pt_action *a)
 {
 	drop_wake_set(ctx);
 	drop_file_set(ctx);
+	drop_rest_set(ctx);
 	ctx->wake_set = a->set;
 	ctx->n_wake_set = a->n_set;
 	a->set = NULL;
@@ -960,8 +1098,29 @@ static void apply_offload(struct pt_context *ctx, struct pt_action *a)
 		(unsigned long long)a->ms, (unsigned long long)(ctx->keep_bytes >> 10));
 }
 
+/* The rest of a wake is done: counted; the trim's window for unused prefetch restarts. */
+static void apply_rest(struct pt_context *ctx, struct pt_action *a)
+{
+	ctx->rest_requested = (uint64_t)a->bytes;
+	ctx->n_rests++;
+	ctx->prefetch_done_ms = pt_now_ms();
+	ctx->stray_looked = 0;
+	pt_info("%s: wake: restored the rest, %llu MiB (MADV_WILLNEED, %llu ms, %llu ms of it behind the drive's queue)",
+		ctx->policy.name, (unsigned long long)(a->bytes >> 20),
+		(unsigned long long)a->ms, (unsigned long long)a->queue_wait_ms);
+}
+
 static void apply_prefetch(struct pt_context *ctx, struct pt_action *a)
 {
+	if (a->rest) {
+		apply_rest(ctx, a);
+		return;
+	}
+	ctx->rest_requested = 0;
+	if (ctx->n_rest_set) {
+		ctx->rest_until_ms = pt_now_ms() + PT_REST_WINDOW_MS;
+		ctx->rest_misses0 = UINT64_MAX;
+	}
 	ctx->prefetch_requested = (uint64_t)a->bytes;
 	ctx->prefetch_file_requested = a->file_bytes;
 	ctx->tier_prefetch_planned = a->tier_planned;

@@ -57,6 +57,7 @@ struct pt_action {
 	uint64_t ms;
 	uint64_t resident_after;	/* settle */
 	uint64_t tier_planned;		/* prefetch: bytes the tiers stage ahead of WILLNEED */
+	bool rest;			/* prefetch: the rest of a wake (pt_context_rest()) */
 	uint64_t unsettled;		/* prefetch: the interrupted offload's bytes to drop */
 	uint64_t drop_ms;		/* prefetch: how long that drop took */
 	/* scan: in */
@@ -112,6 +113,15 @@ struct pt_context {
 	/* ... and the mapped-file pages it had in memory then, read back at wake too. */
 	struct pt_proc_ranges *file_set;
 	int n_file_set;
+	/*
+	 * The rest of a wake: what the idle offload paged out beyond the model's wake set,
+	 * restored once the application's demand reads after the wake's prefetch say it needs
+	 * more than that set (pt_context_rest()); dropped when its window is over.
+	 */
+	struct pt_proc_ranges *rest_set;
+	int n_rest_set;
+	uint64_t rest_misses0;		/* the demand-read count when the window began */
+	uint64_t rest_until_ms;		/* the window's end; 0 before the prefetch is done */
 
 	/* Reclaim passes left to drop the written-back swap cache after an offload. */
 	int settle_passes;
@@ -172,6 +182,7 @@ struct pt_context {
 	char wake_source[48];		/* what detected the last wake */
 	uint64_t bpf_events[8];		/* by enum pt_bpf_event_type */
 	uint64_t tier_reads;		/* demand reads of its pages on the tiers (event ring) */
+	uint64_t tier_misses;		/* ... of them, those the staging cache did not serve */
 	uint64_t preload_records;
 
 	/* Counters. */
@@ -184,6 +195,8 @@ struct pt_context {
 	uint64_t offload_requested;	/* bytes advised MADV_PAGEOUT, last idle */
 	uint64_t prefetch_requested;	/* bytes advised MADV_WILLNEED, last wake */
 	uint64_t prefetch_file_requested; /* ... of mapped files, last wake */
+	uint64_t rest_requested;	/* ... the rest of the wake (pt_context_rest()), last wake */
+	uint64_t n_rests;		/* wakes whose rest was restored */
 	uint64_t prefetch_dropped;	/* bytes of unused prefetch dropped again, total */
 	uint64_t tier_prefetch_planned;	/* bytes the tiers staged for it, last wake */
 	uint64_t last_offload_ms;	/* how long the last offload call took */
@@ -227,6 +240,24 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
  * container busy in PT_WAKE_RECENT_EPOCHS scans) rather than all the idle offload advised.
  */
 bool pt_context_wake_from_model(const struct pt_context *ctx);
+/*
+ * The rest of a wake. The model's wake set is what it saw the container use before it went
+ * idle, which a short or light busy period undersamples (a Python web service at 7
+ * requests/s over a 100 MiB heap: 28 MiB hot in 8 s, and its next requests over the
+ * whole heap were demand faults). When the wake's prefetch took the model's set, what else
+ * the idle offload paged out is kept as the rest; @misses (the context's demand reads the
+ * staging cache did not serve, a running count) past PT_REST_MISSES more than when the
+ * prefetch was done, within PT_REST_WINDOW_MS of it, restore the rest in address order,
+ * as much as @room bytes (what the host can give before its cold watermark). A server that
+ * serves only what the model saw leaves the rest out (real_servers: redis serving a
+ * tenth). Returns a prefetch job, or NULL; past the window, or idle again, the rest is
+ * dropped. @rate and @kmod_fd as for pt_context_prefetch(), but the tiers' bulk read: the
+ * rest is MADV_WILLNEED's, behind the drive's queue as the wake's prefetch.
+ */
+#define PT_REST_MISSES 8
+#define PT_REST_WINDOW_MS 30000
+struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t misses,
+				  uint64_t room, uint64_t rate, int kmod_fd);
 struct pt_action *pt_context_settle(struct pt_context *ctx);
 /*
  * Hotness epoch: scan the processes' accessed bits with @scanner; on apply the model is

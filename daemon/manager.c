@@ -429,6 +429,8 @@ void pt_manager_tier_event(struct pt_manager *m, const struct pagetier_event *e)
 	if (e->type != PAGETIER_EVENT_DEMAND_READ || !(ctx = pt_manager_find(m, e->cgroup_id)))
 		return;
 	ctx->tier_reads++;
+	if (!(e->flags & PAGETIER_EVENT_F_STAGED))
+		ctx->tier_misses++;
 	count_event(m, ctx);
 	/* The swap-ins BPF sees are these reads: count them once. */
 	if (!m->bpf_swapins)
@@ -650,6 +652,29 @@ static enum pt_idle_event judge(struct pt_manager *m, struct pt_context *ctx, ui
 	return pt_idle_cpu(&ctx->idle, &ctx->policy.idle, ctx->sample.cpu_usage_usec, now);
 }
 
+/*
+ * The rest of @ctx's last wake (pt_context_rest()), if its demand reads ask for it: the
+ * reads the tiers' staging did not serve, or where no tier reports them, the swap-ins BPF
+ * sees (both running counts; the larger goes). As much as the host has above its cold
+ * watermark. Whether a job was submitted.
+ */
+static bool submit_rest(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
+{
+	uint64_t misses = ctx->tier_misses, avail, wm, room;
+	struct pt_action *a;
+
+	if (!ctx->n_rest_set)
+		return false;
+	if (ctx->bpf_events[PT_BPF_EV_SWAPIN] > misses)
+		misses = ctx->bpf_events[PT_BPF_EV_SWAPIN];
+	avail = available(m, now);
+	wm = pt_config_cold_watermark(&m->cfg);
+	room = avail == UINT64_MAX ? UINT64_MAX : avail > wm ? avail - wm : 0;
+	a = pt_context_rest(ctx, now, misses, room, m->cfg.prefetch_rate, m->prefetch_fd);
+	submit(m, a);
+	return a != NULL;
+}
+
 /* What one context does this tick, once sampled. */
 static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 {
@@ -707,6 +732,8 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 			pt_context_trim_looked(ctx, now, a != NULL);
 		}
 		submit(m, a);
+	} else if (ctx->idle.state == PT_STATE_ACTIVE && submit_rest(m, ctx, now)) {
+		/* The rest of its wake goes before more scans and cold offload. */
 	} else if (ctx->idle.state == PT_STATE_ACTIVE && now < pt_context_next_scan_ms(ctx)) {
 		/* Between two scans of a steady context: more cold chunks, at the same pace. */
 		if (ctx->cold_more && !ctx->busy && !cold_held(m, false) &&

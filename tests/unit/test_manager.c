@@ -1214,6 +1214,112 @@ static void test_wake_set_needs_busy_scans(void **state)
 	assert_false(pt_context_wake_from_model(&c));
 }
 
+/* One process's offload set of @chunks 64 KiB chunks from @base, as the idle offload left it. */
+static struct pt_proc_ranges *offload_set(uint64_t base, uint64_t chunks)
+{
+	struct pt_proc_ranges *set = calloc(1, sizeof(*set));
+
+	assert_non_null(set);
+	set->pid = 100;
+	set->start = 7;
+	set->r = calloc(1, sizeof(*set->r));
+	assert_non_null(set->r);
+	set->r[0].start = base;
+	set->r[0].len = chunks << 16;
+	set->n = set->cap = 1;
+	return set;
+}
+
+/*
+ * The rest of a wake: the wake's prefetch takes the model's set; what else the idle offload
+ * paged out comes back once PT_REST_MISSES demand reads after that prefetch ask for it,
+ * within PT_REST_WINDOW_MS, and no more than the host's room. Without them it is dropped.
+ */
+static void test_wake_rest(void **state)
+{
+	const uint64_t base = 0x7f0000000000ULL, chunk = 1ULL << 16;
+	uint64_t t = pt_now_ms();
+	struct pt_context c;
+	struct pt_action *a;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	snprintf(c.policy.name, sizeof(c.policy.name), "pyweb");
+	c.policy.prefetch = true;
+	c.idle.state = PT_STATE_ACTIVE;
+	assert_int_equal(pt_hot_init(&c.hot, 16, 1 << 12), 0);
+	c.hot_ok = true;
+	c.busy_scans = PT_WAKE_RECENT_EPOCHS;
+	c.hot.pids[0] = 100;
+	c.hot.starts[0] = 7;
+	/* The model saw chunks 3 and 4 of 16 used; the offload paged out all 16. */
+	c.hot.wake_set = calloc(2, sizeof(*c.hot.wake_set));
+	assert_non_null(c.hot.wake_set);
+	c.hot.wake_set[0] = pt_hot_chunk_id(&c.hot, 0, base + 4 * chunk);
+	c.hot.wake_set[1] = pt_hot_chunk_id(&c.hot, 0, base + 3 * chunk);
+	c.hot.n_wake_set = 2;
+	c.wake_set = offload_set(base, 16);
+	c.n_wake_set = 1;
+
+	a = pt_context_prefetch(&c, 0, -1);
+	assert_non_null(a);
+	assert_false(a->rest);
+	assert_int_equal(a->n_set, 1);
+	assert_int_equal(a->budget, 2 * chunk);
+	/* The rest: chunks 0-2 and 5-15, waiting for the prefetch to be done. */
+	assert_int_equal(c.n_rest_set, 1);
+	assert_int_equal(c.rest_set[0].n, 2);
+	assert_int_equal(c.rest_set[0].r[0].start, base);
+	assert_int_equal(c.rest_set[0].r[0].len, 3 * chunk);
+	assert_int_equal(c.rest_set[0].r[1].start, base + 5 * chunk);
+	assert_int_equal(c.rest_set[0].r[1].len, 11 * chunk);
+	assert_null(pt_context_rest(&c, t, 1000, UINT64_MAX, 0, -1));	/* busy */
+	a->bytes = (int64_t)(2 * chunk);
+	pt_context_apply(&c, a);
+	assert_int_not_equal(c.rest_until_ms, 0);
+	/* The first look takes the count; 7 more are not enough, 8 are. */
+	assert_null(pt_context_rest(&c, t, 40, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 100, 40 + PT_REST_MISSES - 1, UINT64_MAX, 0, -1));
+	/* No room on the host: it waits. */
+	assert_null(pt_context_rest(&c, t + 200, 40 + PT_REST_MISSES, 0, 0, -1));
+	a = pt_context_rest(&c, t + 300, 40 + PT_REST_MISSES, 5 * chunk, 0, -1);
+	assert_non_null(a);
+	assert_true(a->rest);
+	assert_int_equal(a->kind, PT_JOB_PREFETCH);
+	/* As far as the room goes, in address order: chunks 0-2, then 5-6. */
+	assert_int_equal(a->budget, 5 * chunk);
+	assert_int_equal(a->n_set, 1);
+	assert_int_equal(a->set[0].n, 2);
+	assert_int_equal(a->set[0].r[1].len, 2 * chunk);
+	assert_int_equal(c.n_rest_set, 0);
+	a->bytes = (int64_t)(5 * chunk);
+	pt_context_apply(&c, a);
+	assert_int_equal(c.n_rests, 1);
+	assert_int_equal(c.rest_requested, 5 * chunk);
+	/* Once per wake. */
+	assert_null(pt_context_rest(&c, t + 400, 1000, UINT64_MAX, 0, -1));
+
+	/* The next wake, with no demand reads past its prefetch: the rest goes at the window's end. */
+	c.idle.state = PT_STATE_ACTIVE;
+	free(c.hot.wake_set);
+	c.hot.wake_set = calloc(1, sizeof(*c.hot.wake_set));
+	assert_non_null(c.hot.wake_set);
+	c.hot.wake_set[0] = pt_hot_chunk_id(&c.hot, 0, base);
+	c.hot.n_wake_set = 1;
+	c.wake_set = offload_set(base, 4);
+	c.n_wake_set = 1;
+	a = pt_context_prefetch(&c, 0, -1);
+	assert_non_null(a);
+	assert_int_equal(c.n_rest_set, 1);
+	pt_context_apply(&c, a);
+	assert_null(pt_context_rest(&c, pt_now_ms(), 5, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, pt_now_ms() + PT_REST_WINDOW_MS + 1, 500, UINT64_MAX, 0,
+				    -1));
+	assert_int_equal(c.n_rest_set, 0);
+	assert_null(c.rest_set);
+	pt_context_release(&c);
+}
+
 /* Below the watermark the coldest chunks of the host leave, never a critical container's. */
 static void test_watermark(void **state)
 {
@@ -1360,6 +1466,7 @@ int main(void)
 		cmocka_unit_test(test_trim_holds_after_a_write),
 		cmocka_unit_test(test_active_stray_trims_are_paced),
 		cmocka_unit_test(test_wake_set_needs_busy_scans),
+		cmocka_unit_test(test_wake_rest),
 		cmocka_unit_test(test_wake_drops_an_interrupted_offload),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_protocol, setup, teardown),
