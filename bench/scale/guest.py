@@ -68,7 +68,8 @@ METRICS = "127.0.0.1:9464"
 COUNTERS = ("pagetier_ticks_total", "pagetier_samples_total", "pagetier_samples_skipped_total",
             "pagetier_samples_light_total",
             "pagetier_tier_usage_reads_total", "pagetier_cgroup_walks_total",
-            "pagetier_container_scans_total", "pagetier_container_bpf_events_total")
+            "pagetier_container_scans_total", "pagetier_container_bpf_events_total",
+            "pagetier_bpf_events_dropped_total")
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 # --- pure parts (bench/scale/test_scale.py) ----------------------------------------------

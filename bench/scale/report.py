@@ -85,7 +85,7 @@ def table(results):
 
 
 DID = ("ticks", "samples", "samples_skipped", "samples_light", "tier_usage_reads", "cgroup_walks",
-       "container_scans", "container_bpf_events")
+       "container_scans", "container_bpf_events", "bpf_events_dropped")
 
 
 def did_table(results):
