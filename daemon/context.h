@@ -116,12 +116,14 @@ struct pt_context {
 	/*
 	 * The rest of a wake: what the idle offload paged out beyond the model's wake set,
 	 * restored once the application's demand reads after the wake's prefetch say it needs
-	 * more than that set (pt_context_rest()); dropped when its window is over.
+	 * more than that set (pt_context_rest()); otherwise part of the next wake set.
 	 */
 	struct pt_proc_ranges *rest_set;
 	int n_rest_set;
-	uint64_t rest_misses0;		/* the demand-read count when the window began */
-	uint64_t rest_until_ms;		/* the window's end; 0 before the prefetch is done */
+	uint64_t rest_misses0;		/* the demand-read count when the period began */
+	uint64_t rest_period_ms;	/* ... when it began */
+	unsigned int rest_streak;	/* periods in a row with PT_REST_MISSES or more */
+	uint64_t rest_until_ms;		/* the window's end; 0: not open (prefetch running, over) */
 
 	/* Reclaim passes left to drop the written-back swap cache after an offload. */
 	int settle_passes;
@@ -245,16 +247,21 @@ bool pt_context_wake_from_model(const struct pt_context *ctx);
  * idle, which a short or light busy period undersamples (a Python web service at 7
  * requests/s over a 100 MiB heap: 28 MiB hot in 8 s, and its next requests over the
  * whole heap were demand faults). When the wake's prefetch took the model's set, what else
- * the idle offload paged out is kept as the rest; @misses (the context's demand reads the
- * staging cache did not serve, a running count) past PT_REST_MISSES more than when the
- * prefetch was done, within PT_REST_WINDOW_MS of it, restore the rest in address order,
- * as much as @room bytes (what the host can give before its cold watermark). A server that
- * serves only what the model saw leaves the rest out (real_servers: redis serving a
- * tenth). Returns a prefetch job, or NULL; past the window, or idle again, the rest is
- * dropped. @rate and @kmod_fd as for pt_context_prefetch(), but the tiers' bulk read: the
- * rest is MADV_WILLNEED's, behind the drive's queue as the wake's prefetch.
+ * the idle offload paged out is kept as the rest. @misses is the context's demand reads the
+ * staging cache did not serve (a running count): PT_REST_MISSES or more in each of
+ * PT_REST_PERIODS periods of PT_REST_PERIOD_MS in a row, within PT_REST_WINDOW_MS of the
+ * prefetch's end, restore the rest in address order, as much as @room bytes (what the host
+ * can give before its cold watermark). A burst right after the wake alone does not: at 8
+ * reads in any 30 s, every server of real_servers restored its rest and dropped it again
+ * unused, while redis served a tenth of its data. A server that serves only what the model
+ * saw leaves the rest out. Returns a prefetch job, or NULL. What is not restored (not asked for in the
+ * window, or past the room) stays in the next wake set (joined to the next idle offload's,
+ * or at the next wake). @rate and @kmod_fd as for pt_context_prefetch(), but the tiers'
+ * bulk read: the rest is MADV_WILLNEED's, behind the drive's queue as the wake's prefetch.
  */
 #define PT_REST_MISSES 8
+#define PT_REST_PERIOD_MS 1000
+#define PT_REST_PERIODS 2
 #define PT_REST_WINDOW_MS 30000
 struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t misses,
 				  uint64_t room, uint64_t rate, int kmod_fd);

@@ -1277,21 +1277,30 @@ static void test_wake_rest(void **state)
 	a->bytes = (int64_t)(2 * chunk);
 	pt_context_apply(&c, a);
 	assert_int_not_equal(c.rest_until_ms, 0);
-	/* The first look takes the count; 7 more are not enough, 8 are. */
+	/*
+	 * The first look takes the count. A burst in the first second, then too few in the
+	 * next: nothing. Then two seconds in a row with PT_REST_MISSES each: the rest.
+	 */
 	assert_null(pt_context_rest(&c, t, 40, UINT64_MAX, 0, -1));
-	assert_null(pt_context_rest(&c, t + 100, 40 + PT_REST_MISSES - 1, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 500, 100, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 1000, 100, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 2000, 100 + PT_REST_MISSES - 1, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 3000, 120, UINT64_MAX, 0, -1));
 	/* No room on the host: it waits. */
-	assert_null(pt_context_rest(&c, t + 200, 40 + PT_REST_MISSES, 0, 0, -1));
-	a = pt_context_rest(&c, t + 300, 40 + PT_REST_MISSES, 5 * chunk, 0, -1);
+	assert_null(pt_context_rest(&c, t + 4000, 130, 0, 0, -1));
+	a = pt_context_rest(&c, t + 4100, 130, 5 * chunk, 0, -1);
 	assert_non_null(a);
 	assert_true(a->rest);
 	assert_int_equal(a->kind, PT_JOB_PREFETCH);
-	/* As far as the room goes, in address order: chunks 0-2, then 5-6. */
+	/* As far as the room goes, in address order: chunks 0-2, then 5-6; 7-15 stay. */
 	assert_int_equal(a->budget, 5 * chunk);
 	assert_int_equal(a->n_set, 1);
 	assert_int_equal(a->set[0].n, 2);
 	assert_int_equal(a->set[0].r[1].len, 2 * chunk);
-	assert_int_equal(c.n_rest_set, 0);
+	assert_int_equal(c.n_rest_set, 1);
+	assert_int_equal(c.rest_set[0].n, 1);
+	assert_int_equal(c.rest_set[0].r[0].start, base + 7 * chunk);
+	assert_int_equal(c.rest_set[0].r[0].len, 9 * chunk);
 	a->bytes = (int64_t)(5 * chunk);
 	pt_context_apply(&c, a);
 	assert_int_equal(c.n_rests, 1);
@@ -1299,7 +1308,10 @@ static void test_wake_rest(void **state)
 	/* Once per wake. */
 	assert_null(pt_context_rest(&c, t + 400, 1000, UINT64_MAX, 0, -1));
 
-	/* The next wake, with no demand reads past its prefetch: the rest goes at the window's end. */
+	/*
+	 * The next wake, with no demand reads past its prefetch: past the window nothing is
+	 * restored, and what stays out joins the next idle offload's set.
+	 */
 	c.idle.state = PT_STATE_ACTIVE;
 	free(c.hot.wake_set);
 	c.hot.wake_set = calloc(1, sizeof(*c.hot.wake_set));
@@ -1310,13 +1322,29 @@ static void test_wake_rest(void **state)
 	c.n_wake_set = 1;
 	a = pt_context_prefetch(&c, 0, -1);
 	assert_non_null(a);
+	/* Chunks 1-3, and 7-15, still out since the last wake. */
 	assert_int_equal(c.n_rest_set, 1);
+	assert_int_equal(c.rest_set[0].n, 2);
+	assert_int_equal(c.rest_set[0].r[1].start, base + 7 * chunk);
 	pt_context_apply(&c, a);
 	assert_null(pt_context_rest(&c, pt_now_ms(), 5, UINT64_MAX, 0, -1));
 	assert_null(pt_context_rest(&c, pt_now_ms() + PT_REST_WINDOW_MS + 1, 500, UINT64_MAX, 0,
 				    -1));
+	assert_int_equal(c.rest_until_ms, 0);
+	assert_int_equal(c.n_rest_set, 1);
+	/* Idle again (a wake that was only its timers): the offload pages out chunk 0 only. */
+	c.sample.anon = chunk;
+	a = pt_context_offload(&c, 0);
+	assert_non_null(a);
+	a->set = offload_set(base, 1);
+	a->n_set = 1;
+	pt_context_apply(&c, a);
 	assert_int_equal(c.n_rest_set, 0);
-	assert_null(c.rest_set);
+	assert_int_equal(c.n_wake_set, 1);
+	assert_int_equal(c.wake_set[0].n, 2);	/* 0 and the rest: 1-3, 7-15 */
+	assert_int_equal(c.wake_set[0].r[0].start, base);
+	assert_int_equal(c.wake_set[0].r[0].len, 4 * chunk);
+	assert_int_equal(c.wake_set[0].r[1].len, 9 * chunk);
 	pt_context_release(&c);
 }
 
