@@ -663,8 +663,8 @@ static bool submit_rest(struct pt_manager *m, struct pt_context *ctx, uint64_t n
 	uint64_t misses = ctx->tier_misses, avail, wm, room;
 	struct pt_action *a;
 
-	if (!ctx->n_rest_set)
-		return false;
+	if (!ctx->n_rest_set || !ctx->rest_until_ms)
+		return false;	/* none, or its window is not open */
 	if (ctx->bpf_events[PT_BPF_EV_SWAPIN] > misses)
 		misses = ctx->bpf_events[PT_BPF_EV_SWAPIN];
 	avail = available(m, now);

@@ -1141,6 +1141,15 @@ static void test_active_stray_trims_are_paced(void **state)
 	assert_int_equal(c.trims_wrote, 0);
 }
 
+/* An active context @name with prefetch on, nothing else set. */
+static void active_ctx(struct pt_context *c, const char *name)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->policy.name, sizeof(c->policy.name), "%s", name);
+	c->policy.prefetch = true;
+	c->idle.state = PT_STATE_ACTIVE;
+}
+
 /*
  * A wake between an idle offload and the end of its settle: what the offload wrote is
  * dropped after the prefetch (or by a trim when there is nothing to prefetch), at most what
@@ -1153,10 +1162,7 @@ static void test_wake_drops_an_interrupted_offload(void **state)
 	struct pt_action *a;
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
-	snprintf(c.policy.name, sizeof(c.policy.name), "redis");
-	c.policy.prefetch = true;
-	c.idle.state = PT_STATE_ACTIVE;
+	active_ctx(&c, "redis");
 	c.offload_requested = 71ULL << 20;
 	c.reclaimed = 9ULL << 20;
 	c.settle_passes = 10;
@@ -1243,10 +1249,7 @@ static void test_wake_rest(void **state)
 	struct pt_action *a;
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
-	snprintf(c.policy.name, sizeof(c.policy.name), "pyweb");
-	c.policy.prefetch = true;
-	c.idle.state = PT_STATE_ACTIVE;
+	active_ctx(&c, "pyweb");
 	assert_int_equal(pt_hot_init(&c.hot, 16, 1 << 12), 0);
 	c.hot_ok = true;
 	c.busy_scans = PT_WAKE_RECENT_EPOCHS;
