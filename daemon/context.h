@@ -121,7 +121,8 @@ struct pt_context {
 	struct pt_proc_ranges *rest_set;
 	int n_rest_set;
 	uint64_t rest_misses0;		/* the demand-read count when the period began */
-	uint64_t rest_period_ms;	/* ... when it began */
+	uint64_t rest_misses_open;	/* ... when the window's first period began */
+	uint64_t rest_period_ms;	/* ... when it began; 0: not yet */
 	unsigned int rest_streak;	/* periods in a row with PT_REST_MISSES or more */
 	uint64_t rest_until_ms;		/* the window's end; 0: not open (prefetch running, over) */
 
@@ -185,6 +186,7 @@ struct pt_context {
 	uint64_t bpf_events[8];		/* by enum pt_bpf_event_type */
 	uint64_t tier_reads;		/* demand reads of its pages on the tiers (event ring) */
 	uint64_t tier_misses;		/* ... of them, those the staging cache did not serve */
+	uint64_t tier_miss_pages;	/* ... the 4 KiB pages those read */
 	uint64_t preload_records;
 
 	/* Counters. */
@@ -247,13 +249,15 @@ bool pt_context_wake_from_model(const struct pt_context *ctx);
  * idle, which a short or light busy period undersamples (a Python web service at 7
  * requests/s over a 100 MiB heap: 28 MiB hot in 8 s, and its next requests over the
  * whole heap were demand faults). When the wake's prefetch took the model's set, what else
- * the idle offload paged out is kept as the rest. @misses is the context's demand reads the
- * staging cache did not serve (a running count): PT_REST_MISSES or more in each of
- * PT_REST_PERIODS periods of PT_REST_PERIOD_MS in a row, within PT_REST_WINDOW_MS of the
- * prefetch's end, restore the rest in address order, as much as @room bytes (what the host
- * can give before its cold watermark). A burst right after the wake alone does not: at 8
- * reads in any 30 s, every server of real_servers restored its rest and dropped it again
- * unused, while redis served a tenth of its data. A server that serves only what the model
+ * the idle offload paged out is kept as the rest. @misses is the pages of the context's
+ * demand reads the staging cache did not serve (a running count): PT_REST_MISSES or more in
+ * each of PT_REST_PERIODS periods of PT_REST_PERIOD_MS in a row, within PT_REST_WINDOW_MS
+ * of the prefetch's end, and in all since its end a PT_REST_SHARE-th of the pages the rest
+ * spans, restore the rest in address order, as much as @room bytes (what the host can
+ * give before its cold watermark): an application that read that much of it back one
+ * demand read at a time is reading all its memory. A burst right after the wake alone does
+ * not: at 8 reads in any 30 s, every server of real_servers restored its rest and dropped
+ * it again unused, while redis served a tenth of its data. A server that serves only what the model
  * saw leaves the rest out. Returns a prefetch job, or NULL. What is not restored (not asked for in the
  * window, or past the room) stays in the next wake set (joined to the next idle offload's,
  * or at the next wake). @rate and @kmod_fd as for pt_context_prefetch(), but the tiers'
@@ -263,6 +267,7 @@ bool pt_context_wake_from_model(const struct pt_context *ctx);
 #define PT_REST_PERIOD_MS 1000
 #define PT_REST_PERIODS 2
 #define PT_REST_WINDOW_MS 30000
+#define PT_REST_SHARE 8
 struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t misses,
 				  uint64_t room, uint64_t rate, int kmod_fd);
 struct pt_action *pt_context_settle(struct pt_context *ctx);

@@ -429,8 +429,10 @@ void pt_manager_tier_event(struct pt_manager *m, const struct pagetier_event *e)
 	if (e->type != PAGETIER_EVENT_DEMAND_READ || !(ctx = pt_manager_find(m, e->cgroup_id)))
 		return;
 	ctx->tier_reads++;
-	if (!(e->flags & PAGETIER_EVENT_F_STAGED))
+	if (!(e->flags & PAGETIER_EVENT_F_STAGED)) {
 		ctx->tier_misses++;
+		ctx->tier_miss_pages += e->pages;
+	}
 	count_event(m, ctx);
 	/* The swap-ins BPF sees are these reads: count them once. */
 	if (!m->bpf_swapins)
@@ -654,13 +656,13 @@ static enum pt_idle_event judge(struct pt_manager *m, struct pt_context *ctx, ui
 
 /*
  * The rest of @ctx's last wake (pt_context_rest()), if its demand reads ask for it: the
- * reads the tiers' staging did not serve, or where no tier reports them, the swap-ins BPF
- * sees (both running counts; the larger goes). As much as the host has above its cold
- * watermark. Whether a job was submitted.
+ * pages of the reads the tiers' staging did not serve, or where no tier reports them, the
+ * swap-ins BPF sees (both running counts; the larger goes). As much as the host has above
+ * its cold watermark. Whether a job was submitted.
  */
 static bool submit_rest(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 {
-	uint64_t misses = ctx->tier_misses, avail, wm, room;
+	uint64_t misses = ctx->tier_miss_pages, avail, wm, room;
 	struct pt_action *a;
 
 	if (!ctx->n_rest_set || !ctx->rest_until_ms)

@@ -48,9 +48,10 @@
 /*
  * Threads for blocking actions. The wake prefetch (a container waits for it) has a pool of
  * its own, enough to wake two containers at once on a small host, so that it never queues
- * behind background work; offload, scans and reclaim run in a pool at PT_BACKGROUND_NICE,
- * so that their CPU time (MADV_PAGEOUT unmaps and writes in the caller's context) yields
- * to the containers' own threads, a critical service's first.
+ * behind background work; offload, scans, reclaim and the rest of a wake run in a pool at
+ * PT_BACKGROUND_NICE, so that their CPU time (MADV_PAGEOUT unmaps and writes, and
+ * MADV_WILLNEED swaps in, in the caller's context) yields to the containers' own threads,
+ * a critical service's first.
  */
 #define PT_WORKER_THREADS 2
 #define PT_BACKGROUND_THREADS 2
@@ -87,7 +88,13 @@ static void submit_action(void *arg, struct pt_action *a)
 	struct pt_daemon *d = arg;
 
 	a->job.done = action_done;
-	pt_workers_submit(a->kind == PT_JOB_PREFETCH ? &d->workers : &d->background, &a->job);
+	/*
+	 * The rest of a wake is speculative: the container already runs, and it is a long
+	 * pass (hundreds of MiB) whose swap-ins cost CPU its own requests (and its
+	 * neighbours') need more. It runs in the background pool, behind them.
+	 */
+	pt_workers_submit(a->kind == PT_JOB_PREFETCH && !a->rest ? &d->workers : &d->background,
+			  &a->job);
 }
 
 static void track_cgroup(void *arg, uint64_t id, bool on)

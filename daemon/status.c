@@ -167,7 +167,7 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			",\"reclaimed_bytes\":%" PRIu64 ",\"preload_records\":%" PRIu64
 			",\"bpf_events\":{\"fault\":%" PRIu64 ",\"swapin\":%" PRIu64
 			",\"wakeup\":%" PRIu64 ",\"net\":%" PRIu64 "},\"tier_read_events\":%" PRIu64
-			",\"tier_read_misses\":%" PRIu64
+			",\"tier_read_misses\":%" PRIu64 ",\"tier_read_miss_bytes\":%" PRIu64
 			",\"scans\":%" PRIu64
 			",\"refaults\":%" PRIu64 ",\"cold_offloaded_bytes\":%" PRIu64
 			",\"wake_set_chunks\":%zu,\"prefetch_precision\":%.3f"
@@ -183,7 +183,8 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			c->prefetch_file_requested, c->prefetch_dropped, c->trims_wrote,
 			c->tier_prefetch_planned, c->rest_requested, c->n_rests, c->last_wake_ms,
 			c->reclaimed, c->preload_records, c->bpf_events[1], c->bpf_events[2],
-			c->bpf_events[3], c->bpf_events[4], c->tier_reads, c->tier_misses, c->scans,
+			c->bpf_events[3], c->bpf_events[4], c->tier_reads, c->tier_misses,
+			c->tier_miss_pages * (uint64_t)4096, c->scans,
 			c->hot.refaults, c->cold_offloaded_bytes, c->hot.n_wake_set, c->hot_ok ? c->hot.precision : -1.0,
 			c->hot_ok ? c->hot.recall : -1.0, c->idle.woke_at_ms);
 		pt_json_string(out, c->wake_source);

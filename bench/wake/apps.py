@@ -345,8 +345,8 @@ def run_workload(w, res, results, work, mnt, data, tier):
                     fig["prefetch"] = {k: st.get(k) for k in (
                         "wake_source", "last_wake_ms", "prefetch_requested_bytes",
                         "prefetch_file_bytes", "tier_prefetch_bytes", "rest_requested_bytes",
-                        "tier_read_misses", "anon_at_idle_bytes", "shmem_at_idle_bytes",
-                        "file_at_idle_bytes")}
+                        "tier_read_misses", "tier_read_miss_bytes", "anon_at_idle_bytes",
+                        "shmem_at_idle_bytes", "file_at_idle_bytes")}
                     if pf_rate:
                         fig["prefetch"]["prefetch_rate"] = pf_rate
             finally:

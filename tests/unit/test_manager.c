@@ -1330,9 +1330,16 @@ static void test_wake_rest(void **state)
 	assert_int_equal(c.rest_set[0].n, 2);
 	assert_int_equal(c.rest_set[0].r[1].start, base + 7 * chunk);
 	pt_context_apply(&c, a);
-	assert_null(pt_context_rest(&c, pt_now_ms(), 5, UINT64_MAX, 0, -1));
-	assert_null(pt_context_rest(&c, pt_now_ms() + PT_REST_WINDOW_MS + 1, 500, UINT64_MAX, 0,
-				    -1));
+	/*
+	 * Demand reads two seconds in a row, but fewer pages than an eighth of the rest's 192
+	 * (a server serving a small part of its data): the rest stays out.
+	 */
+	t = pt_now_ms();
+	assert_null(pt_context_rest(&c, t, 5, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 1000, 5 + PT_REST_MISSES, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 2000, 5 + 2 * PT_REST_MISSES, UINT64_MAX, 0, -1));
+	assert_int_equal(c.rest_streak, PT_REST_PERIODS);
+	assert_null(pt_context_rest(&c, t + PT_REST_WINDOW_MS + 1, 500, UINT64_MAX, 0, -1));
 	assert_int_equal(c.rest_until_ms, 0);
 	assert_int_equal(c.n_rest_set, 1);
 	/* Idle again (a wake that was only its timers): the offload pages out chunk 0 only. */
