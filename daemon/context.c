@@ -534,6 +534,28 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
 	return a;
 }
 
+struct pt_action *pt_context_quiet_scan(struct pt_context *ctx, uint64_t now,
+					uint64_t interval_ms, enum pt_scanner_kind scanner,
+					int kmod_fd, unsigned int chunk_shift, bool *hold)
+{
+	struct pt_action *a;
+
+	*hold = false;
+	if (!ctx->hot_ok || !ctx->scans || ctx->quiet_scans >= PT_QUIET_SCANS ||
+	    ctx->busy_epoch + 1 < pt_hot_now(&ctx->hot))
+		return NULL;	/* no model, or a quiet epoch is there, or it had its chances */
+	*hold = true;
+	if (ctx->quiet_scans && now < ctx->last_epoch_ms + interval_ms)
+		return NULL;	/* the quiet epoch is still gathering its accessed bits */
+	a = pt_context_scan(ctx, scanner, kmod_fd, chunk_shift);
+	if (!a)
+		return NULL;
+	a->epochs = 1;		/* it stands for the time since the last scan, not a stretch */
+	ctx->quiet_scans++;
+	ctx->last_scan_ms = now;
+	return a;
+}
+
 /* memory.swap.current, or UINT64_MAX without swap accounting (no write check then). */
 static uint64_t swap_current(const char *dir)
 {

@@ -105,6 +105,7 @@ struct pt_context {
 	bool busy;			/* an action is in flight */
 	bool wake_pending;		/* woke while busy: prefetch when the action ends */
 	bool offload_pending;		/* went idle while busy: offload when it is free */
+	unsigned int quiet_scans;	/* scans issued since it went idle (pt_context_quiet_scan()) */
 	uint64_t trim_until_ms;		/* idle: offload waits for malloc_trim until then */
 
 	/* Wake set: what was offloaded at idle, prefetched back on wake. */
@@ -271,6 +272,20 @@ bool pt_context_wake_from_model(const struct pt_context *ctx);
 struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t misses,
 				  uint64_t room, uint64_t rate, int kmod_fd);
 struct pt_action *pt_context_settle(struct pt_context *ctx);
+/*
+ * Before the idle offload: its idle working set is what the scans saw it touch in epochs
+ * after its last busy one. A container whose scans all fell while it worked (a quiet
+ * period shorter than its scan stretch) has none, and its timers' pages went out with the
+ * rest: redis's serverCron faulted them back a few hundred ms after the offload, a wake
+ * by swap-ins that prefetched everything for nobody. Up to PT_QUIET_SCANS scans close that
+ * gap: the first ends the busy epoch, the next, @interval_ms after it, sees the quiet one.
+ * *@hold: true while the offload should wait for them (a scan is returned, or it is not due
+ * yet). Returns a scan job or NULL.
+ */
+#define PT_QUIET_SCANS 2
+struct pt_action *pt_context_quiet_scan(struct pt_context *ctx, uint64_t now,
+					uint64_t interval_ms, enum pt_scanner_kind scanner,
+					int kmod_fd, unsigned int chunk_shift, bool *hold);
 /*
  * Hotness epoch: scan the processes' accessed bits with @scanner; on apply the model is
  * updated and, if the policy has cold_after, cold chunks follow (pt_context_cold()).

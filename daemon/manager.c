@@ -689,6 +689,7 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 		/* The offload is sized by memory.stat's anon: read it now. */
 		sample_ctx(m, ctx, now, true);
 		ctx->n_idle++;
+		ctx->quiet_scans = 0;
 		ctx->current_at_idle = ctx->sample.memory_current;
 		ctx->idle_low_current = 0;
 		pt_info("%s: idle: quiet for %llu ms (last busy: %s); holds %llu MiB: %llu MiB anonymous, %llu MiB shared memory, %llu MiB of files' page cache",
@@ -706,9 +707,22 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 	if (ctx->idle.state == PT_STATE_IDLE && ctx->offload_pending) {
 		/* Held, it goes once the tiers have room and the drives' budget refills. */
 		if (!offload_held(m, true) && !ctx->busy && !trim_pending(m, ctx, now)) {
-			ctx->offload_pending = false;
-			submit(m, pt_context_offload(ctx, pt_wear_idle_rate(m->wear.level,
-									  m->cfg.offload_rate)));
+			bool hold;
+			struct pt_action *scan = pt_context_quiet_scan(ctx, now,
+								       m->cfg.scan_interval_ms,
+								       m->scanner, m->kmod_fd,
+								       m->cfg.chunk_shift, &hold);
+
+			if (scan) {
+				pt_debug("%s: idle: no scan saw it quiet yet: scanning before the offload (%u of %d)",
+					 ctx->policy.name, ctx->quiet_scans, PT_QUIET_SCANS);
+				submit(m, scan);
+			} else if (!hold) {
+				ctx->offload_pending = false;
+				submit(m, pt_context_offload(ctx,
+							     pt_wear_idle_rate(m->wear.level,
+									       m->cfg.offload_rate)));
+			}
 		}
 	} else if (ev == PT_EV_WOKE) {
 		woke(m, ctx, "cpu usage");

@@ -1142,6 +1142,87 @@ static void test_active_stray_trims_are_paced(void **state)
 }
 
 /* An active context @name with prefetch on, nothing else set. */
+/* The recorded action of @kind for @ctx, or NULL. */
+static struct pt_action *recorded(struct recorder *r, struct pt_context *ctx,
+				  enum pt_job_kind kind)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->a[i]->kind == kind && r->a[i]->cgroup_id == ctx->cgroup_id)
+			return r->a[i];
+	return NULL;
+}
+
+/*
+ * A container whose scans all fell while it worked goes idle with no idle working set
+ * known: the offload waits for a scan that sees it quiet (the first ends the busy epoch,
+ * the next comes a scan interval later), and keeps what that scan saw it touch (its
+ * timers' pages).
+ */
+static void test_idle_offload_waits_for_a_quiet_scan(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	struct pt_action *scan;
+	struct pt_proc_scan *ps;
+	uint64_t t = pt_now_ms(), usage = 1000;
+	char buf[64];
+
+	/* Busy for 3 s (its CPU moves every tick), its scans applied as they end. */
+	for (int i = 0; i < 30; i++, t += 100) {
+		snprintf(buf, sizeof(buf), "usage_usec %llu\n", (unsigned long long)(usage += 50000));
+		fx_write(f->root, "ct/web/cpu.stat", buf);
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->idle.state, PT_STATE_ACTIVE);
+	assert_true(web->scans > 0);
+	/* Quiet: no scan between its last busy one and the verdict. */
+	for (int i = 0; i < 30 && web->idle.state == PT_STATE_ACTIVE; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		if (web->idle.state == PT_STATE_ACTIVE)
+			finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	/* No offload at the verdict: a scan, which ends the busy epoch. */
+	assert_true(web->offload_pending);
+	assert_int_equal(count(&f->r, web, PT_JOB_OFFLOAD), 0);
+	assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 1);
+	assert_int_equal(web->quiet_scans, 1);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->busy_epoch + 1, pt_hot_now(&web->hot));
+	/* The next one a scan interval after it (it ended at t); nothing offloaded meanwhile. */
+	web->last_epoch_ms = t;
+	pt_manager_tick(&f->m, t + 500);
+	assert_int_equal(count(&f->r, web, PT_JOB_OFFLOAD), 0);
+	assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 0);
+	pt_manager_tick(&f->m, t += 1000);
+	assert_int_equal(count(&f->r, web, PT_JOB_OFFLOAD), 0);
+	scan = recorded(&f->r, web, PT_JOB_SCAN);
+	assert_non_null(scan);
+	assert_int_equal(web->quiet_scans, 2);
+	/* It sees its timers' 32 chunks. */
+	scan->scans = ps = calloc(1, sizeof(*ps));
+	scan->n_scans = 1;
+	ps->pid = getpid();
+	ps->chunks = calloc(32, sizeof(*ps->chunks));
+	ps->n = ps->cap = 32;
+	for (int i = 0; i < 32; i++) {
+		ps->chunks[i].addr = 0x7f0000000000ULL + ((uint64_t)i << 16);
+		ps->chunks[i].present = 16;
+		ps->chunks[i].accessed = 16;
+	}
+	finish_all(&f->m, &f->r);
+	assert_true(web->busy_epoch + 1 < pt_hot_now(&web->hot));
+	/* The quiet epoch is there: the offload goes, keeping what it touched. */
+	pt_manager_tick(&f->m, t += 100);
+	assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 0);
+	assert_int_equal(count(&f->r, web, PT_JOB_OFFLOAD), 1);
+	assert_false(web->offload_pending);
+	assert_int_equal(web->keep_bytes, 32ULL << 16);
+	assert_true(recorded(&f->r, web, PT_JOB_OFFLOAD)->n_keep > 0);
+}
+
 static void active_ctx(struct pt_context *c, const char *name)
 {
 	memset(c, 0, sizeof(*c));
@@ -1500,6 +1581,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_walk_and_sample_errors_drop_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_offload_waits_for_a_quiet_scan, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_trims_stray_swapcache, setup, teardown),
 		cmocka_unit_test(test_trim_holds_after_a_write),
 		cmocka_unit_test(test_active_stray_trims_are_paced),
