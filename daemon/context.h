@@ -122,7 +122,7 @@ struct pt_context {
 	struct pt_proc_ranges *rest_set;
 	int n_rest_set;
 	uint64_t rest_misses0;		/* the demand-read count when the period began */
-	uint64_t rest_misses_open;	/* ... when the window's first period began */
+	uint64_t rest_misses_wake;	/* ... at the wake (set by the caller) */
 	uint64_t rest_period_ms;	/* ... when it began; 0: not yet */
 	unsigned int rest_streak;	/* periods in a row with PT_REST_MISSES or more */
 	uint64_t rest_until_ms;		/* the window's end; 0: not open (prefetch running, over) */
@@ -253,8 +253,8 @@ bool pt_context_wake_from_model(const struct pt_context *ctx);
  * the idle offload paged out is kept as the rest. @misses is the pages of the context's
  * demand reads the staging cache did not serve (a running count): PT_REST_MISSES or more in
  * each of PT_REST_PERIODS periods of PT_REST_PERIOD_MS in a row, within PT_REST_WINDOW_MS
- * of the prefetch's end, and in all since its end a PT_REST_SHARE-th of the pages the rest
- * spans, restore the rest in address order, as much as @room bytes (what the host can
+ * of the prefetch's end, and in all since the wake (ctx->rest_misses_wake, the prefetch's
+ * time included) a PT_REST_SHARE-th of the pages the rest spans, restore the rest in address order, as much as @room bytes (what the host can
  * give before its cold watermark): an application that read that much of it back one
  * demand read at a time is reading all its memory. A burst right after the wake alone does
  * not: at 8 reads in any 30 s, every server of real_servers restored its rest and dropped

@@ -223,9 +223,22 @@ void pt_manager_reload(struct pt_manager *m, struct pt_config *ncfg)
 }
 
 /* @ctx woke (the idle machine said so): prefetch at once. */
+/*
+ * The pages of @ctx's demand reads so far (a running count): those the tiers' staging did
+ * not serve, or where no tier reports them, the swap-ins BPF sees; the larger goes.
+ */
+static uint64_t demand_misses(const struct pt_context *ctx)
+{
+	uint64_t misses = ctx->tier_miss_pages;
+
+	return ctx->bpf_events[PT_BPF_EV_SWAPIN] > misses ? ctx->bpf_events[PT_BPF_EV_SWAPIN] :
+							    misses;
+}
+
 static void woke(struct pt_manager *m, struct pt_context *ctx, const char *source)
 {
 	ctx->offload_pending = false;
+	ctx->rest_misses_wake = demand_misses(ctx);
 	pt_info("%s: wake detected by %s", ctx->policy.name, source);
 	snprintf(ctx->wake_source, sizeof(ctx->wake_source), "%s", source);
 	submit(m, pt_context_prefetch(ctx, m->cfg.prefetch_rate, m->prefetch_fd));
@@ -655,20 +668,16 @@ static enum pt_idle_event judge(struct pt_manager *m, struct pt_context *ctx, ui
 }
 
 /*
- * The rest of @ctx's last wake (pt_context_rest()), if its demand reads ask for it: the
- * pages of the reads the tiers' staging did not serve, or where no tier reports them, the
- * swap-ins BPF sees (both running counts; the larger goes). As much as the host has above
- * its cold watermark. Whether a job was submitted.
+ * The rest of @ctx's last wake (pt_context_rest()), if its demand reads ask for it. As much
+ * as the host has above its cold watermark. Whether a job was submitted.
  */
 static bool submit_rest(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 {
-	uint64_t misses = ctx->tier_miss_pages, avail, wm, room;
+	uint64_t misses = demand_misses(ctx), avail, wm, room;
 	struct pt_action *a;
 
 	if (!ctx->n_rest_set || !ctx->rest_until_ms)
 		return false;	/* none, or its window is not open */
-	if (ctx->bpf_events[PT_BPF_EV_SWAPIN] > misses)
-		misses = ctx->bpf_events[PT_BPF_EV_SWAPIN];
 	avail = available(m, now);
 	wm = pt_config_cold_watermark(&m->cfg);
 	room = avail == UINT64_MAX ? UINT64_MAX : avail > wm ? avail - wm : 0;

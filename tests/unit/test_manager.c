@@ -673,23 +673,32 @@ static void test_a_quiet_containers_burst_is_seen(void **state)
 }
 
 /* One epoch's scan of this process for @ctx: 32 chunks at @base, accessed or only present. */
-static void feed_scan_at(struct pt_manager *m, struct pt_context *ctx, uint64_t base,
-			 bool accessed)
+/* What @scan found: 32 chunks of this process from @base, all present, accessed or not. */
+static void scan_found(struct pt_action *scan, uint64_t base, bool accessed)
 {
-	struct pt_action *scan = pt_context_scan(ctx, PT_SCANNER_FALLBACK, -1, 16);
 	struct pt_proc_scan *ps;
 
-	assert_non_null(scan);
 	scan->scans = ps = calloc(1, sizeof(*ps));
+	assert_non_null(ps);
 	scan->n_scans = 1;
 	ps->pid = getpid();
 	ps->chunks = calloc(32, sizeof(*ps->chunks));
+	assert_non_null(ps->chunks);
 	ps->n = ps->cap = 32;
 	for (int i = 0; i < 32; i++) {
 		ps->chunks[i].addr = base + ((uint64_t)i << 16);
 		ps->chunks[i].present = 16;
 		ps->chunks[i].accessed = accessed ? 16 : 0;
 	}
+}
+
+static void feed_scan_at(struct pt_manager *m, struct pt_context *ctx, uint64_t base,
+			 bool accessed)
+{
+	struct pt_action *scan = pt_context_scan(ctx, PT_SCANNER_FALLBACK, -1, 16);
+
+	assert_non_null(scan);
+	scan_found(scan, base, accessed);
 	pt_manager_action_done(m, scan);
 }
 
@@ -1163,7 +1172,6 @@ static void test_idle_offload_waits_for_a_quiet_scan(void **state)
 	struct fixture *f = *state;
 	struct pt_context *web;
 	struct pt_action *scan;
-	struct pt_proc_scan *ps;
 	uint64_t t = pt_now_ms(), usage = 1000;
 	char buf[64];
 
@@ -1202,16 +1210,7 @@ static void test_idle_offload_waits_for_a_quiet_scan(void **state)
 	assert_non_null(scan);
 	assert_int_equal(web->quiet_scans, 2);
 	/* It sees its timers' 32 chunks. */
-	scan->scans = ps = calloc(1, sizeof(*ps));
-	scan->n_scans = 1;
-	ps->pid = getpid();
-	ps->chunks = calloc(32, sizeof(*ps->chunks));
-	ps->n = ps->cap = 32;
-	for (int i = 0; i < 32; i++) {
-		ps->chunks[i].addr = 0x7f0000000000ULL + ((uint64_t)i << 16);
-		ps->chunks[i].present = 16;
-		ps->chunks[i].accessed = 16;
-	}
+	scan_found(scan, 0x7f0000000000ULL, true);
 	finish_all(&f->m, &f->r);
 	assert_true(web->busy_epoch + 1 < pt_hot_now(&web->hot));
 	/* The quiet epoch is there: the offload goes, keeping what it touched. */
@@ -1412,9 +1411,10 @@ static void test_wake_rest(void **state)
 	assert_int_equal(c.rest_set[0].r[1].start, base + 7 * chunk);
 	pt_context_apply(&c, a);
 	/*
-	 * Demand reads two seconds in a row, but fewer pages than an eighth of the rest's 192
-	 * (a server serving a small part of its data): the rest stays out.
+	 * Demand reads two seconds in a row, but since the wake fewer pages than an eighth of
+	 * the rest's 192 (a server serving a small part of its data): the rest stays out.
 	 */
+	c.rest_misses_wake = 3;
 	t = pt_now_ms();
 	assert_null(pt_context_rest(&c, t, 5, UINT64_MAX, 0, -1));
 	assert_null(pt_context_rest(&c, t + 1000, 5 + PT_REST_MISSES, UINT64_MAX, 0, -1));
