@@ -254,15 +254,17 @@ bool pt_context_wake_from_model(const struct pt_context *ctx);
  * demand reads the staging cache did not serve (a running count): PT_REST_MISSES or more in
  * each of PT_REST_PERIODS periods of PT_REST_PERIOD_MS in a row, within PT_REST_WINDOW_MS
  * of the prefetch's end, and in all since the wake (ctx->rest_misses_wake, the prefetch's
- * time included) a PT_REST_SHARE-th of the pages the rest spans, restore the rest in address order, as much as @room bytes (what the host can
- * give before its cold watermark): an application that read that much of it back one
- * demand read at a time is reading all its memory. A burst right after the wake alone does
- * not: at 8 reads in any 30 s, every server of real_servers restored its rest and dropped
- * it again unused, while redis served a tenth of its data. A server that serves only what the model
- * saw leaves the rest out. Returns a prefetch job, or NULL. What is not restored (not asked for in the
- * window, or past the room) stays in the next wake set (joined to the next idle offload's,
- * or at the next wake). @rate and @kmod_fd as for pt_context_prefetch(), but the tiers'
- * bulk read: the rest is MADV_WILLNEED's, behind the drive's queue as the wake's prefetch.
+ * time included) a PT_REST_SHARE-th of the pages the rest spans, restore the rest in
+ * address order, as much as @room bytes (what the host can give before its cold
+ * watermark): an application that read that much of it back one demand read at a time is
+ * reading all its memory. A burst right after the wake alone does not: at 8 reads in any
+ * 30 s, every server of real_servers restored its rest and dropped it again unused, while
+ * redis served a tenth of its data. A server that serves only what the model saw, or a
+ * small part of its data, leaves the rest out. Returns a prefetch job, or NULL. What is not
+ * restored (not asked for in the window, or past the room) stays in the next wake set
+ * (joined to the next idle offload's, or at the next wake). @rate and @kmod_fd as for
+ * pt_context_prefetch(), but the tiers' bulk read: the rest is MADV_WILLNEED's, behind the
+ * drive's queue as the wake's prefetch, in the daemon's background pool.
  */
 #define PT_REST_MISSES 8
 #define PT_REST_PERIOD_MS 1000

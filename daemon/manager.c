@@ -222,7 +222,6 @@ void pt_manager_reload(struct pt_manager *m, struct pt_config *ncfg)
 	pt_manager_rescan(m);
 }
 
-/* @ctx woke (the idle machine said so): prefetch at once. */
 /*
  * The pages of @ctx's demand reads so far (a running count): those the tiers' staging did
  * not serve, or where no tier reports them, the swap-ins BPF sees; the larger goes.
@@ -235,6 +234,7 @@ static uint64_t demand_misses(const struct pt_context *ctx)
 							    misses;
 }
 
+/* @ctx woke (the idle machine said so): prefetch at once. */
 static void woke(struct pt_manager *m, struct pt_context *ctx, const char *source)
 {
 	ctx->offload_pending = false;
