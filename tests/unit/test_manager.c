@@ -1151,6 +1151,57 @@ static void test_active_stray_trims_are_paced(void **state)
 }
 
 /* An active context @name with prefetch on, nothing else set. */
+/*
+ * An idle container's CPU while its offload and settle run (its timers faulting on pages
+ * being written) is no wake; the same CPU after them is.
+ */
+static void test_cpu_during_the_offload_is_no_wake(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms(), usage = 1000;
+	char buf[64];
+
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		web = ctx_named(&f->m, "web");
+		if (web->idle.state == PT_STATE_IDLE && count(&f->r, web, PT_JOB_OFFLOAD))
+			break;
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_true(web->busy);		/* its offload runs */
+	/* 3 s at half a CPU, the offload still running: idle. */
+	for (int i = 0; i < 30; i++, t += 100) {
+		snprintf(buf, sizeof(buf), "usage_usec %llu\n", (unsigned long long)(usage += 50000));
+		fx_write(f->root, "ct/web/cpu.stat", buf);
+		pt_manager_tick(&f->m, t);
+	}
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	/* The offload and its settle passes done, nothing more: still idle. */
+	for (int i = 0; i < 40 && (web->busy || web->settle_passes); i++, t += 100) {
+		finish_all(&f->m, &f->r);
+		pt_manager_tick(&f->m, t);
+	}
+	finish_all(&f->m, &f->r);
+	assert_false(web->busy);
+	assert_int_equal(web->settle_passes, 0);
+	for (int i = 0; i < 20; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	/* Half a CPU now: its own work, a wake once the wake span (1 s) is covered. */
+	for (int i = 0; i < 20 && web->idle.state == PT_STATE_IDLE; i++, t += 100) {
+		snprintf(buf, sizeof(buf), "usage_usec %llu\n", (unsigned long long)(usage += 50000));
+		fx_write(f->root, "ct/web/cpu.stat", buf);
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(web->idle.state, PT_STATE_ACTIVE);
+	assert_string_equal(web->wake_source, "cpu usage");
+}
+
 /* The recorded action of @kind for @ctx, or NULL. */
 static struct pt_action *recorded(struct recorder *r, struct pt_context *ctx,
 				  enum pt_job_kind kind)
@@ -1582,6 +1633,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_waits_for_a_quiet_scan, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cpu_during_the_offload_is_no_wake, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_trims_stray_swapcache, setup, teardown),
 		cmocka_unit_test(test_trim_holds_after_a_write),
