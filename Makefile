@@ -144,6 +144,7 @@ unit: $(UNIT_TESTS) $(B)/man-test/config_default daemon man
 	echo "== bench/density/test_density.py"; python3 bench/density/test_density.py || fail=1; \
 	echo "== bench/scale/test_scale.py"; python3 bench/scale/test_scale.py || fail=1; \
 	echo "== tests/vm/test_console_crash.py"; python3 tests/vm/test_console_crash.py || fail=1; \
+	echo "== tests/vm/test_kernel_log.sh"; tests/vm/test_kernel_log.sh || fail=1; \
 	echo "== tests/man/check_man.py"; python3 tests/man/check_man.py --bin $(B)/bin \
 	  --config-default $(B)/man-test/config_default || fail=1; \
 	echo "== tests/metrics/check_scrape.py"; timeout -k 5 300 python3 tests/metrics/check_scrape.py \

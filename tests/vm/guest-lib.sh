@@ -11,6 +11,8 @@
 # honest wait for I/O stays far below it.
 echo 90 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 
+. "$(dirname "${BASH_SOURCE[0]}")/kernel-log.sh"
+
 # pt_stat PID: the fields of /proc/PID/stat after the command name (state first).
 pt_stat() {
 	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null

@@ -40,7 +40,7 @@ pt_step "fault_test" 120 "$out/faults.tap" "$bin" "$dev" || rc=1
 	n=$(grep -c 'pagetier: pagetier[0-9]*: read of .* failed' "$out/dmesg.txt")
 	[ "$n" -gt 0 ] && echo "ok 4 read errors are logged ($n lines)" ||
 		echo "not ok 4 read errors are logged"
-	bad=$(grep -E 'BUG:|WARNING:|Oops|general protection|Call Trace:' "$out/dmesg.txt")
+	bad=$(pt_kernel_log_problems "$out/dmesg.txt")
 	if [ -z "$bad" ]; then
 		echo "ok 5 kernel log free of BUG, WARNING, Oops and call traces"
 	else
