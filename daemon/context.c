@@ -181,6 +181,7 @@ static struct pt_action *new_action(struct pt_context *ctx, enum pt_job_kind kin
 	snprintf(a->dir, sizeof(a->dir), "%s", ctx->dir);
 	snprintf(a->relpath, sizeof(a->relpath), "%s", ctx->relpath);
 	ctx->busy = true;
+	ctx->busy_action = a;
 	return a;
 }
 
@@ -686,6 +687,66 @@ static void run_trim(struct pt_job *job)
 	a->ms = pt_now_ms() - t0;
 }
 
+const char *pt_action_name(const struct pt_action *a)
+{
+	return action_ops[a->kind].name;
+}
+
+bool pt_context_action_running(const struct pt_context *ctx)
+{
+	return ctx->busy && ctx->busy_action && pt_job_started(&ctx->busy_action->job);
+}
+
+bool pt_context_paging_out(const struct pt_context *ctx)
+{
+	if (!pt_context_action_running(ctx))
+		return false;
+	switch (ctx->busy_action->kind) {
+	case PT_JOB_OFFLOAD:
+	case PT_JOB_SETTLE:
+	case PT_JOB_TRIM:
+	case PT_JOB_COLD:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool pt_context_waits_for(const struct pt_context *ctx, char *buf, size_t len)
+{
+	const char *what[5];
+	char inflight[32];
+	int n = 0;
+	size_t at = 0;
+
+	if (ctx->busy) {
+		if (ctx->busy_action)
+			snprintf(inflight, sizeof(inflight), "%s %s",
+				 pt_action_name(ctx->busy_action),
+				 ctx->busy_action->job.cancelled ? "taken back" :
+				 pt_context_action_running(ctx) ? "running" : "queued");
+		else
+			snprintf(inflight, sizeof(inflight), "an action");
+		what[n++] = inflight;
+	}
+	if (ctx->offload_pending)
+		what[n++] = "offload pending";
+	if (ctx->wake_pending)
+		what[n++] = "prefetch pending";
+	if (ctx->trim_until_ms)
+		what[n++] = "trim wait";
+	if (ctx->settle_passes)
+		what[n++] = "settle passes";
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < n && at < len; i++) {
+		int w = snprintf(buf + at, len - at, "%s%s", i ? "," : "", what[i]);
+
+		at += w > 0 ? (size_t)w : 0;
+	}
+	return n > 0;
+}
+
 bool pt_context_trim_due(struct pt_context *ctx, uint64_t now, uint64_t interval_ms)
 {
 	uint64_t cur = ctx->sample.memory_current;
@@ -774,6 +835,7 @@ struct pt_action *pt_context_cold_ids(struct pt_context *ctx, uint64_t *ids, siz
 	a->n_set = pt_hot_ranges(&ctx->hot, ids, n, &a->set);
 	if (a->n_set <= 0) {
 		ctx->busy = false;
+		ctx->busy_action = NULL;
 		free(a->ids);
 		free(a);
 		return NULL;
@@ -1445,7 +1507,11 @@ void pt_context_apply(struct pt_context *ctx, struct pt_action *a)
 {
 	if (ctx) {
 		ctx->busy = false;
-		if (a->rc && a->rc != -ESRCH)
+		if (ctx->busy_action == a)
+			ctx->busy_action = NULL;
+		if (a->job.cancelled)
+			;	/* taken back before it ran: nothing to apply */
+		else if (a->rc && a->rc != -ESRCH)
 			pt_warn("%s: %s failed: %s", ctx->policy.name, action_ops[a->kind].name,
 				strerror(-a->rc));
 		else

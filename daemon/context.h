@@ -103,6 +103,7 @@ struct pt_context {
 	bool events_wake_known;		/* ... as set; false: not set since tracking began */
 	uint64_t last_full_sample_ms;	/* when memory.stat was last read */
 	bool busy;			/* an action is in flight */
+	struct pt_action *busy_action;	/* ... this one (until pt_context_apply()) */
 	bool wake_pending;		/* woke while busy: prefetch when the action ends */
 	bool offload_pending;		/* went idle while busy: offload when it is free */
 	unsigned int quiet_scans;	/* scans issued since it went idle (pt_context_quiet_scan()) */
@@ -335,6 +336,23 @@ struct pt_action *pt_context_trim(struct pt_context *ctx, uint64_t now);
  * interval. Updates that lowest level.
  */
 bool pt_context_trim_due(struct pt_context *ctx, uint64_t now, uint64_t interval_ms);
+
+/* "offload", "scan", "settle"...: what @a does, for logs and status. */
+const char *pt_action_name(const struct pt_action *a);
+/* Its action in flight has started to run in a worker (false: none, or still queued). */
+bool pt_context_action_running(const struct pt_context *ctx);
+/* ... and is one that pages its memory out (offload, settle, trim, cold offload). */
+bool pt_context_paging_out(const struct pt_context *ctx);
+
+/*
+ * What the context waits for, besides its own tasks: an action in flight, queued, running or
+ * taken back for a wake ("scan queued", "offload running", "settle taken back"), an offload
+ * or a prefetch deferred until then ("offload pending", "prefetch pending"), malloc_trim of
+ * its processes ("trim wait"), passes of its settle ("settle passes"), comma-separated into
+ * @buf; "" for none. Returns whether there is any. Status shows it: why a container is not
+ * offloaded yet, and why the daemon samples it at every poll.
+ */
+bool pt_context_waits_for(const struct pt_context *ctx, char *buf, size_t len);
 /* The look is done (trimmed or not): growth is measured from here on. */
 void pt_context_trim_looked(struct pt_context *ctx, uint64_t now, bool trimmed);
 /* Pages out these chunks (the global victim order chose them); takes @ids (malloc'd). */

@@ -238,6 +238,16 @@ static uint64_t demand_misses(const struct pt_context *ctx)
 static void woke(struct pt_manager *m, struct pt_context *ctx, const char *source)
 {
 	ctx->offload_pending = false;
+	/*
+	 * A job of its that still waits in the background pool (its offload, a settle pass, a
+	 * scan: behind a thousand others on a host short of CPU) is taken back, so that the
+	 * prefetch goes when it comes back, at the next reap, not after the queue (bench/scale:
+	 * a probe's prefetch went 19 s after its wake was seen).
+	 */
+	if (ctx->busy_action && !pt_context_action_running(ctx) && m->cancel &&
+	    m->cancel(m->submit_arg, ctx->busy_action))
+		pt_debug("%s: its queued %s taken back for its wake", ctx->policy.name,
+			 pt_action_name(ctx->busy_action));
 	ctx->rest_misses_wake = demand_misses(ctx);
 	pt_info("%s: wake detected by %s", ctx->policy.name, source);
 	snprintf(ctx->wake_source, sizeof(ctx->wake_source), "%s", source);
@@ -389,6 +399,8 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 	if (kind == PT_JOB_COLD)
 		m->cold_inflight = sub_floor(m->cold_inflight, cold_bytes(m, a));
 	pt_context_apply(ctx, a);
+	if (ctx)
+		m->due_ms[ctx - m->ctxs] = 0;	/* what its end allows goes at the next poll */
 	if (ctx && kind == PT_JOB_SCAN && !ctx->wake_pending) {
 		/* Unused prefetch first: it is the cheapest memory to give back. */
 		struct pt_action *trim = pt_context_trim(ctx, pt_now_ms());
@@ -667,12 +679,16 @@ static enum pt_idle_event judge(struct pt_manager *m, struct pt_context *ctx, ui
 		return PT_EV_NONE;
 	}
 	ctx->trim_until_ms = 0;
-	if (ctx->idle.state == PT_STATE_IDLE && (ctx->busy || ctx->settle_passes > 0)) {
+	if (ctx->idle.state == PT_STATE_IDLE && pt_context_paging_out(ctx)) {
 		/*
 		 * Its offload and settle: while pagetierd pages it out, the faults its timers
 		 * take on pages just written are CPU of the daemon's making (redis in the wake
 		 * bench went over 5% of a CPU over the 2 s wake span then, and was woken 0.4 s
-		 * after its settle). The wake rule judges what it uses after them.
+		 * after its settle). The wake rule judges what it uses after them. Only while
+		 * such a job runs: one still queued behind others (an offload or a settle pass
+		 * in a starved background pool) pages nothing out, and CPU then is the
+		 * container's (bench/scale: probes woken between two settle passes were seen
+		 * 5 s late, by their swap-ins).
 		 */
 		pt_idle_rebase(&ctx->idle, ctx->sample.cpu_usage_usec, now);
 		return PT_EV_NONE;
@@ -858,11 +874,21 @@ static void keep_protection(struct pt_manager *m, uint64_t now)
 	pt_protect_path_apply(&m->protect_path, m->cfg.cgroup_root);
 }
 
-/* Idle with nothing in flight or pending: only its own tasks can change that. */
+/*
+ * Idle, and waiting for nothing but its action in flight, if any: only its own tasks, or
+ * that action's end, can change that, and both make it due (an event;
+ * pt_manager_action_done). An action in flight does not keep the polls sampling it: at
+ * 3,000 containers gone idle together, their scans and offloads queued in the background
+ * pool for minutes, and every poll sampled all 3,000 (bench/scale: 90% of a CPU, the pool
+ * starved further by it). An offload or a settle pass pending behind that action goes at
+ * the sample its end brings; one pending while nothing runs (held: the tiers' room, the
+ * drives' budget, a quiet scan's interval) waits for a poll to find it free, and so does
+ * a trim.
+ */
 static bool quiet(const struct pt_context *ctx)
 {
-	return ctx->idle.state == PT_STATE_IDLE && !ctx->busy && !ctx->offload_pending &&
-	       !ctx->wake_pending && !ctx->trim_until_ms && !ctx->settle_passes;
+	return ctx->idle.state == PT_STATE_IDLE && !ctx->wake_pending && !ctx->trim_until_ms &&
+	       (ctx->busy || (!ctx->offload_pending && !ctx->settle_passes));
 }
 
 void pt_manager_tick(struct pt_manager *m, uint64_t now)

@@ -63,6 +63,11 @@ struct pt_manager {
 
 	/* Where actions go; the manager gets them back with pt_manager_action_done(). */
 	void (*submit)(void *arg, struct pt_action *a);
+	/*
+	 * Takes a submitted action back if no worker has started it (it comes back through
+	 * pt_manager_action_done(), its job cancelled); whether it was. May be NULL.
+	 */
+	bool (*cancel)(void *arg, struct pt_action *a);
 	void *submit_arg;
 	/* A cgroup starts or stops being tracked (the BPF filter); may be NULL. */
 	void (*track)(void *arg, uint64_t cgroup_id, bool on);

@@ -97,6 +97,14 @@ static void submit_action(void *arg, struct pt_action *a)
 			  &a->job);
 }
 
+static bool cancel_action(void *arg, struct pt_action *a)
+{
+	struct pt_daemon *d = arg;
+
+	return pt_workers_cancel(&d->background, &a->job) ||
+	       pt_workers_cancel(&d->workers, &a->job);
+}
+
 static void track_cgroup(void *arg, uint64_t id, bool on)
 {
 	struct pt_daemon *d = arg;
@@ -637,6 +645,7 @@ int main(int argc, char **argv)
 		return check_config(d.config_dir, &cfg);
 	pt_manager_init(&d.m, &cfg);
 	d.m.submit = submit_action;
+	d.m.cancel = cancel_action;
 	d.m.submit_arg = &d;
 	d.m.track = track_cgroup;
 	d.m.wake_events = wake_events;

@@ -139,6 +139,7 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 	for (size_t i = 0; i < n; i++) {
 		const struct pt_context *c = &ctxs[i];
 		struct pt_mem_split ms;
+		char waits[96];
 
 		pt_mem_split(&c->sample, &ms);
 		fprintf(out, "%s{\"name\":", i ? "," : "");
@@ -188,6 +189,10 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 			c->hot.refaults, c->cold_offloaded_bytes, c->hot.n_wake_set, c->hot_ok ? c->hot.precision : -1.0,
 			c->hot_ok ? c->hot.recall : -1.0, c->idle.woke_at_ms);
 		pt_json_string(out, c->wake_source);
+		pt_context_waits_for(c, waits, sizeof(waits));
+		fprintf(out, ",\"waiting_for\":");
+		pt_json_string(out, waits);
+		fprintf(out, ",\"sampled_each_poll\":%s", c->pace.skipping ? "false" : "true");
 		fputc('}', out);
 	}
 	fputc(']', out);

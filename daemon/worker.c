@@ -43,6 +43,7 @@ static void *worker_main(void *arg)
 			w->todo_tail = NULL;
 		pthread_mutex_unlock(&w->lock);
 
+		__atomic_store_n(&job->started, true, __ATOMIC_RELEASE);
 		job->run(job);
 
 		pthread_mutex_lock(&w->lock);
@@ -97,6 +98,32 @@ void pt_workers_submit(struct pt_workers *w, struct pt_job *job)
 	w->in_flight++;
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
+}
+
+bool pt_workers_cancel(struct pt_workers *w, struct pt_job *job)
+{
+	static const uint64_t one = 1;
+	struct pt_job **pp, *prev = NULL;
+	bool found = false;
+
+	/* A worker unlinks a job under the lock before it sets started: unlinked here, none can. */
+	pthread_mutex_lock(&w->lock);
+	for (pp = &w->todo_head; *pp; prev = *pp, pp = &(*pp)->next) {
+		if (*pp != job)
+			continue;
+		*pp = job->next;
+		if (w->todo_tail == job)
+			w->todo_tail = prev;
+		job->cancelled = true;
+		job_append(&w->done_head, &w->done_tail, job);
+		if (write(w->efd, &one, sizeof(one)) < 0) {
+			/* eventfd counter saturated: a wake-up is pending anyway */
+		}
+		found = true;
+		break;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return found;
 }
 
 void pt_workers_reap(struct pt_workers *w, void *arg)

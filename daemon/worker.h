@@ -16,6 +16,15 @@ struct pt_job {
 	void (*run)(struct pt_job *job);		/* in a worker thread */
 	void (*done)(struct pt_job *job, void *arg);	/* in the loop thread; frees job */
 	struct pt_job *next;
+	/*
+	 * run() has begun: set by the worker thread (__atomic, release), read by the loop
+	 * (pt_job_started()). A job may wait in the queue a long time behind others (a
+	 * thousand containers gone idle at once, the background pool starved of CPU), and
+	 * the loop judges a container differently while its job only waits.
+	 */
+	bool started;
+	/* Taken back from the queue before any worker took it (pt_workers_cancel()). */
+	bool cancelled;
 };
 
 struct pt_workers {
@@ -32,6 +41,11 @@ struct pt_workers {
 	int nice_errors;		/* threads that could not take it */
 };
 
+static inline bool pt_job_started(const struct pt_job *job)
+{
+	return __atomic_load_n(&job->started, __ATOMIC_ACQUIRE);
+}
+
 int pt_workers_start(struct pt_workers *w, int n_threads);
 /*
  * A pool whose threads run at nice @nice: background work (offload, scans) that must
@@ -40,6 +54,12 @@ int pt_workers_start(struct pt_workers *w, int n_threads);
  */
 int pt_workers_start_nice(struct pt_workers *w, int n_threads, int nice);
 void pt_workers_submit(struct pt_workers *w, struct pt_job *job);
+/*
+ * Takes @job back if it still waits in the queue: run() is never called, and done() runs
+ * at the next reap with cancelled set. Whether it was taken back (false: a worker has it,
+ * or it is not in this pool).
+ */
+bool pt_workers_cancel(struct pt_workers *w, struct pt_job *job);
 /* Runs done() of every finished job, in submission order per thread. */
 void pt_workers_reap(struct pt_workers *w, void *arg);
 /* Lets queued and running jobs finish, reaps them, and joins the threads. */

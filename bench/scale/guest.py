@@ -524,6 +524,21 @@ def cpu_window(a, b):
             "guest_busy_pct": round(100.0 * busy / total, 1) if total else None}
 
 
+def polled_by_kind(containers):
+    """Of pagetierd's status, the containers it samples at every poll, counted by kind
+    (c-, w-, p-), state and what each waits for (its "waiting_for"): why the polls do
+    not pass them by. The ones passed by are counted as "passed by"."""
+    out = {}
+    for c in containers:
+        if c.get("sampled_each_poll") is False:
+            key = "passed by"
+        else:
+            key = (f"{os.path.basename(c['cgroup'])[:2]} {c['state']}: "
+                   f"{c.get('waiting_for') or 'nothing'}")
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def settle(d, runtime, tail, n, periodic, max_s, quiet_s=5.0):
     """Until pagetierd tracks all N and every non-periodic container is idle, with the
     offloads and settle passes of the sleeping ones done (no such line of theirs for
@@ -657,11 +672,13 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin):
         res["rss_anon_kib"] = b["status"].get("RssAnon")
         res["threads"] = b["status"].get("Threads")
         res["wakes_in_window"] = len(tail.of("wake")) - wakes0
+        res["polled"] = polled_by_kind(status_list(runtime) or [])
         log(pre + f"pagetierd {res['cpu']['pct_one_cpu']}% of one CPU "
             f"(user {res['cpu']['user_s']} s, sys {res['cpu']['sys_s']} s in "
             f"{res['cpu']['window_s']} s; main thread {res['cpu']['main_thread_pct']}%), "
             f"RSS {res['rss_kib'] // 1024} MiB, {res['wakes_in_window']} wakes seen; "
-            f"guest {res['cpu']['guest_busy_pct']}% busy; did {res['did']}")
+            f"guest {res['cpu']['guest_busy_pct']}% busy; did {res['did']}; "
+            f"sampled each poll at the end: {res['polled']}")
 
         # Window B: the probes.
         a = proc_sample(d.pid)

@@ -36,6 +36,19 @@ static void record(void *arg, struct pt_action *a)
 	r->a[r->n++] = a;
 }
 
+/* The pool's pt_workers_cancel(): every recorded action is still queued, none started. */
+static bool cancel_recorded(void *arg, struct pt_action *a)
+{
+	struct recorder *r = arg;
+
+	for (int i = 0; i < r->n; i++)
+		if (r->a[i] == a && !a->job.started && !a->job.cancelled) {
+			a->job.cancelled = true;
+			return true;
+		}
+	return false;
+}
+
 static void track(void *arg, uint64_t id, bool on)
 {
 	struct recorder *r = arg;
@@ -82,6 +95,16 @@ static int count(struct recorder *r, struct pt_context *ctx, enum pt_job_kind ki
 	for (int i = 0; i < r->n; i++)
 		n += r->a[i]->kind == kind && r->a[i]->cgroup_id == ctx->cgroup_id;
 	return n;
+}
+
+/* The recorded action of @kind for @ctx, or NULL. */
+static struct pt_action *recorded(struct recorder *r, struct pt_context *ctx,
+				  enum pt_job_kind kind)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->a[i]->kind == kind && r->a[i]->cgroup_id == ctx->cgroup_id)
+			return r->a[i];
+	return NULL;
 }
 
 /* Gives every recorded action back as if it had run (and done nothing). */
@@ -153,6 +176,7 @@ static int setup(void **state)
 	assert_int_equal(pt_config_load(&cfg, f->etc, false, err), 0);
 	pt_manager_init(&f->m, &cfg);
 	f->m.submit = record;
+	f->m.cancel = cancel_recorded;
 	f->m.submit_arg = &f->r;
 	f->m.track = track;
 	f->m.wake_events = wake_events;
@@ -570,6 +594,100 @@ static void test_quiet_contexts_follow_events(void **state)
 	pt_manager_tick(&f->m, t += 100);
 	f->m.events_lost = false;
 	assert_int_equal(f->m.samples_skipped - skipped, 0);
+}
+
+/*
+ * A wake takes back the idle context's job still queued (its offload behind a thousand
+ * others in a starved pool): its prefetch goes when that job comes back, not after the
+ * queue; nothing of the job is applied (here nothing was paged out: no prefetch at all).
+ * A running one is left to finish, and the prefetch waits for it.
+ */
+static void test_a_wake_takes_back_a_queued_job(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	struct pt_action *offload;
+	uint64_t t = pt_now_ms();
+	uint64_t offloads;
+
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		web = ctx_named(&f->m, "web");
+		if (web->idle.state == PT_STATE_IDLE && count(&f->r, web, PT_JOB_OFFLOAD))
+			break;
+		finish_all(&f->m, &f->r);
+	}
+	offload = recorded(&f->r, web, PT_JOB_OFFLOAD);
+	assert_non_null(offload);
+	offloads = web->n_offloads;
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800);	/* a packet: its wake */
+	web = ctx_named(&f->m, "web");
+	assert_true(offload->job.cancelled);
+	assert_true(web->wake_pending);
+	finish_all(&f->m, &f->r);	/* the pool gives it back */
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->n_offloads, offloads);	/* nothing of it applied */
+	/* Its wake is done: nothing was paged out, nothing to bring back. */
+	assert_int_equal(web->idle.state, PT_STATE_ACTIVE);
+	assert_int_equal(count(&f->r, web, PT_JOB_PREFETCH), 0);
+	finish_all(&f->m, &f->r);
+
+	/* Idle again, its offload running this time: it finishes first. */
+	for (int i = 0; i < 80; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		web = ctx_named(&f->m, "web");
+		if (web->idle.state == PT_STATE_IDLE && count(&f->r, web, PT_JOB_OFFLOAD))
+			break;
+		finish_all(&f->m, &f->r);
+	}
+	offload = recorded(&f->r, web, PT_JOB_OFFLOAD);
+	assert_non_null(offload);
+	offload->job.started = true;
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800);
+	web = ctx_named(&f->m, "web");
+	assert_false(offload->job.cancelled);
+	assert_true(web->wake_pending);
+	assert_int_equal(count(&f->r, web, PT_JOB_PREFETCH), 0);
+}
+
+/*
+ * A job queued for an idle context (its scan, its offload: behind a thousand others in a
+ * starved background pool) does not make the polls sample it each time: it is passed by
+ * like a quiet one, and sampled at the poll after the job's end, where the offload pending
+ * behind a scan is issued. Fails with the old rule (busy: sampled every poll).
+ */
+static void test_a_queued_job_does_not_hold_the_polls(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms(), seen;
+
+	f->m.bpf_wakeups = true;
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		web = ctx_named(&f->m, "web");
+		if (web->idle.state == PT_STATE_IDLE && web->busy)
+			break;
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_true(web->busy);			/* its job waits in the queue */
+	assert_false(pt_context_action_running(web));
+	/* Its grace (status stays fresh as it goes idle), then passed by. */
+	for (uint64_t end = t + PT_PACE_QUIET_GRACE_MS + 200; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	web = ctx_named(&f->m, "web");
+	seen = web->pace.last_ms;
+	for (uint64_t end = t + 5000; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	web = ctx_named(&f->m, "web");
+	assert_true(web->busy);
+	assert_int_equal(web->pace.last_ms, seen);	/* not sampled for 5 s */
+	/* The job ends: the next poll samples it, and what it allows goes. */
+	finish_all(&f->m, &f->r);
+	pt_manager_tick(&f->m, t);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->pace.last_ms, t);
 }
 
 /*
@@ -1170,7 +1288,8 @@ static void test_cpu_during_the_offload_is_no_wake(void **state)
 		finish_all(&f->m, &f->r);
 	}
 	assert_int_equal(web->idle.state, PT_STATE_IDLE);
-	assert_true(web->busy);		/* its offload runs */
+	assert_true(web->busy);
+	recorded(&f->r, web, PT_JOB_OFFLOAD)->job.started = true;	/* a worker runs it */
 	/* 3 s at half a CPU, the offload still running: idle. */
 	for (int i = 0; i < 30; i++, t += 100) {
 		snprintf(buf, sizeof(buf), "usage_usec %llu\n", (unsigned long long)(usage += 50000));
@@ -1202,15 +1321,36 @@ static void test_cpu_during_the_offload_is_no_wake(void **state)
 	assert_string_equal(web->wake_source, "cpu usage");
 }
 
-/* The recorded action of @kind for @ctx, or NULL. */
-static struct pt_action *recorded(struct recorder *r, struct pt_context *ctx,
-				  enum pt_job_kind kind)
+/*
+ * ... but only while it runs: an offload still queued behind other jobs (a starved
+ * background pool) pages nothing out, and the CPU the container uses meanwhile is its own.
+ */
+static void test_cpu_while_the_offload_waits_is_a_wake(void **state)
 {
-	for (int i = 0; i < r->n; i++)
-		if (r->a[i]->kind == kind && r->a[i]->cgroup_id == ctx->cgroup_id)
-			return r->a[i];
-	return NULL;
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms(), usage = 1000;
+	char buf[64];
+
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		web = ctx_named(&f->m, "web");
+		if (web->idle.state == PT_STATE_IDLE && count(&f->r, web, PT_JOB_OFFLOAD))
+			break;
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_true(web->busy);
+	assert_false(pt_context_action_running(web));	/* queued: no worker took it */
+	for (int i = 0; i < 30 && web->idle.state == PT_STATE_IDLE; i++, t += 100) {
+		snprintf(buf, sizeof(buf), "usage_usec %llu\n", (unsigned long long)(usage += 50000));
+		fx_write(f->root, "ct/web/cpu.stat", buf);
+		pt_manager_tick(&f->m, t);
+	}
+	assert_int_equal(web->idle.state, PT_STATE_WAKING);	/* its prefetch follows */
+	assert_string_equal(web->wake_source, "cpu usage");
 }
+
 
 /*
  * A container whose scans all fell while it worked goes idle with no idle working set
@@ -1635,6 +1775,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idle_offload_waits_for_a_quiet_scan, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_cpu_during_the_offload_is_no_wake, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cpu_while_the_offload_waits_is_a_wake, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_a_queued_job_does_not_hold_the_polls, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_a_wake_takes_back_a_queued_job, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_trims_stray_swapcache, setup, teardown),
 		cmocka_unit_test(test_trim_holds_after_a_write),

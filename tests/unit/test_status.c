@@ -63,6 +63,49 @@ static void test_fmt_bytes(void **state)
 	assert_string_equal(b, "1.5G");
 }
 
+/* Why a container is not passed by the polls, nor offloaded yet: "waiting_for". */
+static void test_waiting_for(void **state)
+{
+	struct pt_context c;
+	struct pt_action scan = { .kind = PT_JOB_SCAN };
+	char w[96], *out;
+
+	(void)state;
+	fill(&c);
+	assert_false(pt_context_waits_for(&c, w, sizeof(w)));
+	assert_string_equal(w, "");
+	c.pace.skipping = true;
+	out = render(true, &c, 1);
+	assert_non_null(strstr(out, "\"waiting_for\":\"\",\"sampled_each_poll\":false"));
+	free(out);
+
+	c.busy = true;
+	c.busy_action = &scan;
+	c.offload_pending = true;
+	c.settle_passes = 2;
+	c.pace.skipping = false;
+	assert_true(pt_context_waits_for(&c, w, sizeof(w)));
+	assert_string_equal(w, "scan queued,offload pending,settle passes");
+	out = render(true, &c, 1);
+	assert_non_null(strstr(out, "\"waiting_for\":\"scan queued,offload pending,settle passes\""
+				    ",\"sampled_each_poll\":true"));
+	free(out);
+	scan.job.started = true;	/* a worker took it */
+	assert_true(pt_context_waits_for(&c, w, sizeof(w)));
+	assert_string_equal(w, "scan running,offload pending,settle passes");
+	/* Cut, never overrun. */
+	assert_true(pt_context_waits_for(&c, w, 8));
+	assert_int_equal(strlen(w), 7);
+	c.busy = false;
+	c.offload_pending = false;
+	c.settle_passes = 0;
+	c.wake_pending = true;
+	c.trim_until_ms = 5;
+	assert_true(pt_context_waits_for(&c, w, sizeof(w)));
+	assert_string_equal(w, "prefetch pending,trim wait");
+	pt_context_release(&c);
+}
+
 static void test_table(void **state)
 {
 	struct pt_context c;
@@ -242,6 +285,7 @@ int main(void)
 		cmocka_unit_test(test_fmt_bytes),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_waiting_for),
 		cmocka_unit_test(test_memory_split),
 		cmocka_unit_test(test_meminfo),
 	};

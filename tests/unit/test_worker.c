@@ -128,12 +128,90 @@ static void test_niced_pool(void **state)
 	assert_int_equal(getpriority(PRIO_PROCESS, 0), me);
 }
 
+/* A job that holds its worker until the test lets it go. */
+static volatile int gate_open;
+
+static void run_gate(struct pt_job *job)
+{
+	struct test_job *t = (struct test_job *)job;
+
+	t->ran_on = pthread_self();
+	while (!__atomic_load_n(&gate_open, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	t->value = 1;
+}
+
+static void run_never(struct pt_job *job)
+{
+	(void)job;
+	fail_msg("a cancelled job ran");
+}
+
+struct seen {
+	int done, cancelled;
+};
+
+static void done_count(struct pt_job *job, void *arg)
+{
+	struct seen *s = arg;
+
+	s->done++;
+	s->cancelled += job->cancelled;
+	free(job);
+}
+
+/*
+ * A job still queued is taken back: never run, its completion at the next reap with
+ * cancelled set; one a worker has taken is not.
+ */
+static void test_cancel_a_queued_job(void **state)
+{
+	struct pt_workers w;
+	struct test_job *busy = calloc(1, sizeof(*busy)), *queued = calloc(1, sizeof(*queued)),
+			*after = calloc(1, sizeof(*after));
+	struct seen seen = { 0 };
+
+	(void)state;
+	assert_non_null(busy);
+	assert_non_null(queued);
+	assert_non_null(after);
+	gate_open = 0;
+	busy->job.run = run_gate;
+	queued->job.run = run_never;
+	after->job.run = run_square;
+	after->value = 3;
+	busy->job.done = queued->job.done = after->job.done = done_count;
+	assert_int_equal(pt_workers_start(&w, 1), 0);
+	pt_workers_submit(&w, &busy->job);
+	while (!pt_job_started(&busy->job))
+		usleep(1000);
+	pt_workers_submit(&w, &queued->job);
+	pt_workers_submit(&w, &after->job);
+	assert_false(pt_workers_cancel(&w, &busy->job));	/* running */
+	assert_true(pt_workers_cancel(&w, &queued->job));
+	assert_false(pt_workers_cancel(&w, &queued->job));	/* not queued any more */
+	{
+		struct pollfd p = { .fd = w.efd, .events = POLLIN };
+
+		assert_true(poll(&p, 1, 5000) == 1);	/* its completion is signalled */
+	}
+	pt_workers_reap(&w, &seen);
+	assert_int_equal(seen.done, 1);
+	assert_int_equal(seen.cancelled, 1);
+	__atomic_store_n(&gate_open, 1, __ATOMIC_RELEASE);
+	pt_workers_stop(&w, &seen);	/* the other two run, the queue's tail kept */
+	assert_int_equal(seen.done, 3);
+	assert_int_equal(seen.cancelled, 1);
+	assert_int_equal(w.in_flight, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jobs_complete_on_reaper),
 		cmocka_unit_test(test_stop_drains_queue),
 		cmocka_unit_test(test_niced_pool),
+		cmocka_unit_test(test_cancel_a_queued_job),
 	};
 
 	return cmocka_run_group_tests_name("worker", tests, NULL, NULL);
