@@ -68,6 +68,8 @@ struct pt_manager {
 	 * pt_manager_action_done(), its job cancelled); whether it was. May be NULL.
 	 */
 	bool (*cancel)(void *arg, struct pt_action *a);
+	/* Runs a started one at the daemon's priority until it ends; whether it did. May be NULL. */
+	bool (*boost)(void *arg, struct pt_action *a);
 	void *submit_arg;
 	/* A cgroup starts or stops being tracked (the BPF filter); may be NULL. */
 	void (*track)(void *arg, uint64_t cgroup_id, bool on);

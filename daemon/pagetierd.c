@@ -105,6 +105,13 @@ static bool cancel_action(void *arg, struct pt_action *a)
 	       pt_workers_cancel(&d->workers, &a->job);
 }
 
+static bool boost_action(void *arg, struct pt_action *a)
+{
+	struct pt_daemon *d = arg;
+
+	return pt_workers_boost(&d->background, &a->job);
+}
+
 static void track_cgroup(void *arg, uint64_t id, bool on)
 {
 	struct pt_daemon *d = arg;
@@ -646,6 +653,7 @@ int main(int argc, char **argv)
 	pt_manager_init(&d.m, &cfg);
 	d.m.submit = submit_action;
 	d.m.cancel = cancel_action;
+	d.m.boost = boost_action;
 	d.m.submit_arg = &d;
 	d.m.track = track_cgroup;
 	d.m.wake_events = wake_events;

@@ -25,9 +25,10 @@ static void *worker_main(void *arg)
 {
 	struct pt_workers *w = arg;
 	uint64_t one = 1;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
 
 	/* Per thread on Linux: PRIO_PROCESS with a thread id. */
-	if (w->nice && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), w->nice))
+	if (w->nice && setpriority(PRIO_PROCESS, (id_t)tid, w->nice))
 		__atomic_add_fetch(&w->nice_errors, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
@@ -41,12 +42,17 @@ static void *worker_main(void *arg)
 		w->todo_head = job->next;
 		if (!w->todo_head)
 			w->todo_tail = NULL;
+		job->tid = tid;
 		pthread_mutex_unlock(&w->lock);
 
 		__atomic_store_n(&job->started, true, __ATOMIC_RELEASE);
 		job->run(job);
 
 		pthread_mutex_lock(&w->lock);
+		/* No boost reaches this thread through the job any more; one that did ends here. */
+		job->tid = 0;
+		if (w->nice)
+			setpriority(PRIO_PROCESS, (id_t)tid, w->nice);
 		job_append(&w->done_head, &w->done_tail, job);
 		if (write(w->efd, &one, sizeof(one)) < 0) {
 			/* eventfd counter saturated: a wake-up is pending anyway */
@@ -124,6 +130,21 @@ bool pt_workers_cancel(struct pt_workers *w, struct pt_job *job)
 	}
 	pthread_mutex_unlock(&w->lock);
 	return found;
+}
+
+bool pt_workers_boost(struct pt_workers *w, struct pt_job *job)
+{
+	bool done = false;
+
+	pthread_mutex_lock(&w->lock);
+	if (w->nice && job->tid) {
+		errno = 0;
+		int mine = getpriority(PRIO_PROCESS, 0);
+
+		done = !errno && !setpriority(PRIO_PROCESS, (id_t)job->tid, mine);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return done;
 }
 
 void pt_workers_reap(struct pt_workers *w, void *arg)

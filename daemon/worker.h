@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 struct pt_job {
 	void (*run)(struct pt_job *job);		/* in a worker thread */
@@ -25,6 +26,7 @@ struct pt_job {
 	bool started;
 	/* Taken back from the queue before any worker took it (pt_workers_cancel()). */
 	bool cancelled;
+	pid_t tid;	/* the worker thread running it, under the pool's lock; 0: none */
 };
 
 struct pt_workers {
@@ -60,6 +62,13 @@ void pt_workers_submit(struct pt_workers *w, struct pt_job *job);
  * or it is not in this pool).
  */
 bool pt_workers_cancel(struct pt_workers *w, struct pt_job *job);
+/*
+ * A niced pool's @job that runs now goes on at the calling thread's nice until it ends (its
+ * worker takes the pool's nice again then): a container woke and its prefetch waits for
+ * this job. Whether it was raised (false: not running, a pool at the daemon's priority, or
+ * no CAP_SYS_NICE).
+ */
+bool pt_workers_boost(struct pt_workers *w, struct pt_job *job);
 /* Runs done() of every finished job, in submission order per thread. */
 void pt_workers_reap(struct pt_workers *w, void *arg);
 /* Lets queued and running jobs finish, reaps them, and joins the threads. */

@@ -26,6 +26,7 @@ struct recorder {
 	uint64_t waking[128];	/* cgroups whose BPF events wake the daemon */
 	int n_waking;
 	int wake_calls;
+	int boosted;		/* running actions raised to the daemon's priority */
 };
 
 static void record(void *arg, struct pt_action *a)
@@ -47,6 +48,17 @@ static bool cancel_recorded(void *arg, struct pt_action *a)
 			return true;
 		}
 	return false;
+}
+
+/* The pool's pt_workers_boost(): a started action is raised. */
+static bool boost_recorded(void *arg, struct pt_action *a)
+{
+	struct recorder *r = arg;
+
+	if (!a->job.started)
+		return false;
+	r->boosted++;
+	return true;
 }
 
 static void track(void *arg, uint64_t id, bool on)
@@ -177,6 +189,7 @@ static int setup(void **state)
 	pt_manager_init(&f->m, &cfg);
 	f->m.submit = record;
 	f->m.cancel = cancel_recorded;
+	f->m.boost = boost_recorded;
 	f->m.submit_arg = &f->r;
 	f->m.track = track;
 	f->m.wake_events = wake_events;
@@ -600,7 +613,7 @@ static void test_quiet_contexts_follow_events(void **state)
  * A wake takes back the idle context's job still queued (its offload behind a thousand
  * others in a starved pool): its prefetch goes when that job comes back, not after the
  * queue; nothing of the job is applied (here nothing was paged out: no prefetch at all).
- * A running one is left to finish, and the prefetch waits for it.
+ * A running one is left to finish, at the daemon's priority, and the prefetch waits for it.
  */
 static void test_a_wake_takes_back_a_queued_job(void **state)
 {
@@ -646,6 +659,7 @@ static void test_a_wake_takes_back_a_queued_job(void **state)
 	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800);
 	web = ctx_named(&f->m, "web");
 	assert_false(offload->job.cancelled);
+	assert_int_equal(f->r.boosted, 1);	/* ... at the daemon's priority */
 	assert_true(web->wake_pending);
 	assert_int_equal(count(&f->r, web, PT_JOB_PREFETCH), 0);
 }

@@ -205,6 +205,39 @@ static void test_cancel_a_queued_job(void **state)
 	assert_int_equal(w.in_flight, 0);
 }
 
+/*
+ * A niced pool's running job is raised to the caller's nice until it ends; the worker's
+ * next job runs niced again. Raising a priority needs CAP_SYS_NICE (make test runs as root).
+ */
+static void test_boost_a_running_job(void **state)
+{
+	struct pt_workers w;
+	struct test_job *slow = calloc(1, sizeof(*slow)), *next = calloc(1, sizeof(*next));
+	int seen = -100, me = getpriority(PRIO_PROCESS, 0);
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_non_null(slow);
+	assert_non_null(next);
+	gate_open = 0;
+	slow->job.run = run_gate;
+	next->job.run = run_nice;
+	slow->job.done = next->job.done = done_free;
+	assert_int_equal(pt_workers_start_nice(&w, 1, 19), 0);
+	assert_false(pt_workers_boost(&w, &slow->job));	/* not submitted: not running */
+	pt_workers_submit(&w, &slow->job);
+	while (!pt_job_started(&slow->job))
+		usleep(1000);
+	assert_int_equal(getpriority(PRIO_PROCESS, (id_t)slow->job.tid), 19);
+	assert_true(pt_workers_boost(&w, &slow->job));
+	assert_int_equal(getpriority(PRIO_PROCESS, (id_t)slow->job.tid), me);
+	pt_workers_submit(&w, &next->job);
+	__atomic_store_n(&gate_open, 1, __ATOMIC_RELEASE);
+	pt_workers_stop(&w, &seen);
+	assert_int_equal(seen, 19);	/* the next job's nice: the pool's again */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -212,6 +245,7 @@ int main(void)
 		cmocka_unit_test(test_stop_drains_queue),
 		cmocka_unit_test(test_niced_pool),
 		cmocka_unit_test(test_cancel_a_queued_job),
+		cmocka_unit_test(test_boost_a_running_job),
 	};
 
 	return cmocka_run_group_tests_name("worker", tests, NULL, NULL);
