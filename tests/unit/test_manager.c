@@ -609,6 +609,22 @@ static void test_quiet_contexts_follow_events(void **state)
 	assert_int_equal(f->m.samples_skipped - skipped, 0);
 }
 
+/* Ticks from *@t (100 ms apart) until "web" is idle with its offload submitted, not run. */
+static struct pt_context *web_offload_submitted(struct fixture *f, uint64_t *t)
+{
+	struct pt_context *web = NULL;
+
+	for (int i = 0; i < 80; i++, *t += 100) {
+		pt_manager_tick(&f->m, *t);
+		web = ctx_named(&f->m, "web");
+		if (web->idle.state == PT_STATE_IDLE && count(&f->r, web, PT_JOB_OFFLOAD))
+			return web;
+		finish_all(&f->m, &f->r);
+	}
+	fail_msg("web: no offload submitted in 8 s");
+	return web;
+}
+
 /*
  * A wake takes back the idle context's job still queued (its offload behind a thousand
  * others in a starved pool): its prefetch goes when that job comes back, not after the
@@ -623,13 +639,7 @@ static void test_a_wake_takes_back_a_queued_job(void **state)
 	uint64_t t = pt_now_ms();
 	uint64_t offloads;
 
-	for (int i = 0; i < 40; i++, t += 100) {
-		pt_manager_tick(&f->m, t);
-		web = ctx_named(&f->m, "web");
-		if (web->idle.state == PT_STATE_IDLE && count(&f->r, web, PT_JOB_OFFLOAD))
-			break;
-		finish_all(&f->m, &f->r);
-	}
+	web = web_offload_submitted(f, &t);
 	offload = recorded(&f->r, web, PT_JOB_OFFLOAD);
 	assert_non_null(offload);
 	offloads = web->n_offloads;
@@ -646,13 +656,7 @@ static void test_a_wake_takes_back_a_queued_job(void **state)
 	finish_all(&f->m, &f->r);
 
 	/* Idle again, its offload running this time: it finishes first. */
-	for (int i = 0; i < 80; i++, t += 100) {
-		pt_manager_tick(&f->m, t);
-		web = ctx_named(&f->m, "web");
-		if (web->idle.state == PT_STATE_IDLE && count(&f->r, web, PT_JOB_OFFLOAD))
-			break;
-		finish_all(&f->m, &f->r);
-	}
+	web = web_offload_submitted(f, &t);
 	offload = recorded(&f->r, web, PT_JOB_OFFLOAD);
 	assert_non_null(offload);
 	offload->job.started = true;
@@ -1282,7 +1286,6 @@ static void test_active_stray_trims_are_paced(void **state)
 	assert_int_equal(c.trims_wrote, 0);
 }
 
-/* An active context @name with prefetch on, nothing else set. */
 /*
  * An idle container's CPU while its offload and settle run (its timers faulting on pages
  * being written) is no wake; the same CPU after them is.
@@ -1294,13 +1297,7 @@ static void test_cpu_during_the_offload_is_no_wake(void **state)
 	uint64_t t = pt_now_ms(), usage = 1000;
 	char buf[64];
 
-	for (int i = 0; i < 40; i++, t += 100) {
-		pt_manager_tick(&f->m, t);
-		web = ctx_named(&f->m, "web");
-		if (web->idle.state == PT_STATE_IDLE && count(&f->r, web, PT_JOB_OFFLOAD))
-			break;
-		finish_all(&f->m, &f->r);
-	}
+	web = web_offload_submitted(f, &t);
 	assert_int_equal(web->idle.state, PT_STATE_IDLE);
 	assert_true(web->busy);
 	recorded(&f->r, web, PT_JOB_OFFLOAD)->job.started = true;	/* a worker runs it */
@@ -1346,13 +1343,7 @@ static void test_cpu_while_the_offload_waits_is_a_wake(void **state)
 	uint64_t t = pt_now_ms(), usage = 1000;
 	char buf[64];
 
-	for (int i = 0; i < 40; i++, t += 100) {
-		pt_manager_tick(&f->m, t);
-		web = ctx_named(&f->m, "web");
-		if (web->idle.state == PT_STATE_IDLE && count(&f->r, web, PT_JOB_OFFLOAD))
-			break;
-		finish_all(&f->m, &f->r);
-	}
+	web = web_offload_submitted(f, &t);
 	assert_int_equal(web->idle.state, PT_STATE_IDLE);
 	assert_true(web->busy);
 	assert_false(pt_context_action_running(web));	/* queued: no worker took it */
@@ -1427,6 +1418,7 @@ static void test_idle_offload_waits_for_a_quiet_scan(void **state)
 	assert_true(recorded(&f->r, web, PT_JOB_OFFLOAD)->n_keep > 0);
 }
 
+/* An active context @name with prefetch on, nothing else set. */
 static void active_ctx(struct pt_context *c, const char *name)
 {
 	memset(c, 0, sizeof(*c));
