@@ -441,7 +441,7 @@ static void run_prefetch(struct pt_job *job)
 		drop_unsettled(a, t0);
 }
 
-/* Worker thread: memory.reclaim down to the floor (a->budget). */
+/* Worker thread: memory.reclaim down to the settle's target (a->budget). */
 static void run_settle(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
@@ -1287,10 +1287,17 @@ struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t
 	return a;
 }
 
-/* What stays resident while idle: the floor, and the idle working set on top of it. */
+/*
+ * What stays resident while idle: the floor, and the idle working set on top of it, and
+ * the kernel's memory charged to the cgroup (page tables, slab, socket buffers), which
+ * memory.current counts and memory.reclaim cannot take. A target without it asks the
+ * kernel for more than the pages the idle working set leaves, and memory.reclaim, which
+ * takes any page, takes the rest from that set: redis kept 0-2 of its 2-3 MiB, and its
+ * timers and its first request after the wake read them back from the drive.
+ */
 static uint64_t settle_target(const struct pt_context *ctx)
 {
-	return ctx->policy.resident_floor_bytes + ctx->keep_bytes;
+	return ctx->policy.resident_floor_bytes + ctx->keep_bytes + ctx->sample.kernel;
 }
 
 struct pt_action *pt_context_settle(struct pt_context *ctx)

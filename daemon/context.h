@@ -235,7 +235,8 @@ void pt_context_release(struct pt_context *ctx);
  *    as many bytes as the wake set spans, in large background reads, then MADV_WILLNEED
  *    swaps the wake set in, from the staging cache where it can;
  *  - settle: after an offload, drop what MADV_PAGEOUT left behind (pages in the swap
- *    cache once written back, shared pages it skips) with memory.reclaim, to the floor.
+ *    cache once written back, shared pages it skips) with memory.reclaim, down to the
+ *    floor plus the idle working set plus the kernel's memory charged to the cgroup.
  */
 struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate);
 struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int kmod_fd);

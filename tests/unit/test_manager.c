@@ -1475,6 +1475,34 @@ static void test_wake_drops_an_interrupted_offload(void **state)
 }
 
 /*
+ * The settle reclaims down to the floor, the idle working set and the kernel's memory
+ * charged to the cgroup: memory.reclaim cannot take the last, and a target without it took
+ * the difference from the idle working set.
+ */
+static void test_settle_leaves_the_idle_working_set(void **state)
+{
+	struct pt_context c;
+	struct pt_action *a;
+
+	(void)state;
+	active_ctx(&c, "redis");
+	c.idle.state = PT_STATE_IDLE;
+	c.policy.resident_floor_bytes = 1ULL << 20;
+	c.keep_bytes = 3ULL << 20;
+	c.sample.kernel = 2ULL << 20;
+	c.settle_passes = 2;
+	a = pt_context_settle(&c);
+	assert_non_null(a);
+	assert_int_equal(a->kind, PT_JOB_SETTLE);
+	assert_int_equal(a->budget, 6ULL << 20);
+	/* Down to it (within the slack): settled, no more passes. */
+	a->resident_after = (6ULL << 20) + 4096;
+	pt_context_apply(&c, a);
+	assert_int_equal(c.settle_passes, 0);
+	assert_null(pt_context_settle(&c));
+}
+
+/*
  * A wake brings back the model's wake set only once the model saw the container work;
  * a daemon started beside an idle container restores all it offloaded at the first wake.
  */
@@ -1794,6 +1822,7 @@ int main(void)
 		cmocka_unit_test(test_wake_set_needs_busy_scans),
 		cmocka_unit_test(test_wake_rest),
 		cmocka_unit_test(test_wake_drops_an_interrupted_offload),
+		cmocka_unit_test(test_settle_leaves_the_idle_working_set),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_protocol, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runtime_trees, setup, teardown),
