@@ -22,8 +22,6 @@
 #define PT_MAX_PIDS 4096
 /* Passes of memory.reclaim after an offload: write-back of the offload must finish first. */
 #define PT_SETTLE_PASSES 10
-/* Residency this close to the floor is settled (kernel stacks, page tables, slab). */
-#define PT_SETTLE_SLACK (2ULL << 20)
 
 uint64_t pt_now_ms(void)
 {
@@ -441,30 +439,51 @@ static void run_prefetch(struct pt_job *job)
 		drop_unsettled(a, t0);
 }
 
-/* Worker thread: memory.reclaim down to the settle's target (a->budget). */
+uint64_t pt_settle_step(uint64_t current, uint64_t target)
+{
+	if (current <= target + PT_SETTLE_SLACK)
+		return 0;
+	return (current - (target + PT_SETTLE_SLACK / 2)) / 2;
+}
+
+/* Worker thread: memory.reclaim down to the settle's target (a->budget), in steps. */
 static void run_settle(struct pt_job *job)
 {
 	struct pt_action *a = (struct pt_action *)job;
-	uint64_t before, t0 = pt_now_ms();
-	char amount[32];
+	uint64_t before, cur, t0 = pt_now_ms();
 
 	a->rc = pt_cgroup_read_u64(a->dir, "memory.current", &before);
 	if (a->rc)
 		return;
-	a->resident_after = before;
-	if (before <= a->budget + PT_SETTLE_SLACK)
-		return;
-	snprintf(amount, sizeof(amount), "%llu", (unsigned long long)(before - a->budget));
-	/*
-	 * -EAGAIN means the kernel reclaimed less than asked (pages still under write-back,
-	 * or unreclaimable): the next pass retries.
-	 */
-	a->rc = pt_cgroup_write(a->dir, "memory.reclaim", amount);
-	if (a->rc == -EAGAIN)
-		a->rc = 0;
-	if (!pt_cgroup_read_u64(a->dir, "memory.current", &a->resident_after) &&
-	    a->resident_after < before)
-		a->bytes = (int64_t)(before - a->resident_after);
+	cur = before;
+	for (int i = 0; i < PT_SETTLE_STEPS; i++) {
+		uint64_t want = pt_settle_step(cur, a->budget), next;
+		char amount[32];
+		int rc;
+
+		if (!want)
+			break;
+		snprintf(amount, sizeof(amount), "%llu", (unsigned long long)want);
+		/*
+		 * -EAGAIN means the kernel reclaimed less than asked (pages still under
+		 * write-back, or unreclaimable): the next pass retries.
+		 */
+		rc = pt_cgroup_write(a->dir, "memory.reclaim", amount);
+		if (rc && rc != -EAGAIN) {
+			a->rc = rc;
+			break;
+		}
+		if (pt_cgroup_read_u64(a->dir, "memory.current", &next))
+			break;
+		if (next >= cur) {
+			cur = next;
+			break;	/* nothing freed: write-back in flight; the next pass retries */
+		}
+		cur = next;
+	}
+	a->resident_after = cur;
+	if (cur < before)
+		a->bytes = (int64_t)(before - cur);
 	a->ms = pt_now_ms() - t0;
 }
 

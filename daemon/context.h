@@ -277,6 +277,17 @@ struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t
 				  uint64_t room, uint64_t rate, int kmod_fd);
 struct pt_action *pt_context_settle(struct pt_context *ctx);
 /*
+ * The next memory.reclaim request of a settle at @current bytes charged, toward @target:
+ * half the way to the middle of the PT_SETTLE_SLACK band above it (so a quarter of the
+ * band at least); 0 once within the band (settled). memory.reclaim takes more than it is asked for
+ * (whole batches, the multi-gen LRU's aging): asked for the whole way at once, it took
+ * 1-2 MiB of redis's idle working set besides. A pass makes PT_SETTLE_STEPS at most and
+ * stops at a step that frees nothing (write-back in flight: the next pass goes on). Pure.
+ */
+#define PT_SETTLE_SLACK (2ULL << 20)
+#define PT_SETTLE_STEPS 16
+uint64_t pt_settle_step(uint64_t current, uint64_t target);
+/*
  * Before the idle offload: its idle working set is what the scans saw it touch in epochs
  * after its last busy one. A container whose scans all fell while it worked (a quiet
  * period shorter than its scan stretch) has none, and its timers' pages went out with the

@@ -1476,8 +1476,8 @@ static void test_wake_drops_an_interrupted_offload(void **state)
 
 /*
  * The settle reclaims down to the floor, the idle working set and the kernel's memory
- * charged to the cgroup: memory.reclaim cannot take the last, and a target without it took
- * the difference from the idle working set.
+ * charged to the cgroup (memory.reclaim cannot take the last, and a target without it took
+ * the difference from the idle working set), in steps that shrink on the way.
  */
 static void test_settle_leaves_the_idle_working_set(void **state)
 {
@@ -1495,6 +1495,15 @@ static void test_settle_leaves_the_idle_working_set(void **state)
 	assert_non_null(a);
 	assert_int_equal(a->kind, PT_JOB_SETTLE);
 	assert_int_equal(a->budget, 6ULL << 20);
+	/*
+	 * In steps: half the way to the middle of the slack band (7 MiB here), so never less
+	 * than a quarter of the band; nothing once within the band.
+	 */
+	assert_int_equal(pt_settle_step(71ULL << 20, 6ULL << 20), 32ULL << 20);
+	assert_int_equal(pt_settle_step(11ULL << 20, 6ULL << 20), 2ULL << 20);
+	assert_int_equal(pt_settle_step((8ULL << 20) + 8192, 6ULL << 20), (512ULL << 10) + 4096);
+	assert_int_equal(pt_settle_step(8ULL << 20, 6ULL << 20), 0);
+	assert_int_equal(pt_settle_step(1ULL << 20, 6ULL << 20), 0);
 	/* Down to it (within the slack): settled, no more passes. */
 	a->resident_after = (6ULL << 20) + 4096;
 	pt_context_apply(&c, a);
