@@ -43,7 +43,7 @@ import e2elib  # noqa: E402
 from e2elib import BIN, CG, MIB, Tap, run, status_json, wait_for  # noqa: E402
 from openloop import OpenLoop, Zipf, pool_windows, summarize  # noqa: E402
 from senpai import SenpaiCgroup  # noqa: E402
-from servers import Resp, in_cgroup, wait_port  # noqa: E402
+from servers import HttpGet, Resp, in_cgroup, wait_port  # noqa: E402
 
 PARENT = "pt-density"
 CRIT = ("crit-db", "crit-web")
@@ -143,6 +143,19 @@ def irq_ticks():
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
     return v[5] + v[6]
+
+
+def bpf_prog_stats():
+    """{BPF program name: [run time ns, runs]} of every program loaded, with
+    kernel.bpf_stats_enabled set (BPF_STATS=1); {} without it."""
+    r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    out = {}
+    for p in json.loads(r.stdout or "[]") if r.returncode == 0 else []:
+        if "run_time_ns" in p:
+            v = out.setdefault(p.get("name", str(p.get("id"))), [0, 0])
+            v[0] += p["run_time_ns"]
+            v[1] += p.get("run_cnt", 0)
+    return out
 
 
 class RedisServer:
@@ -332,7 +345,9 @@ def start_pagetierd(work, scale):
         f.write(f"[noise]\nmatch_cgroup = /{PARENT}/noise-*\n"
                 f"cold_after = {120 // scale}s\n")
     e2elib.fix_perms(conf)
-    d = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
+    # PAGETIERD_ARGS: more options, for a diagnosis (--no-bpf: no BPF wake sources).
+    d = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf]
+                         + os.environ.get("PAGETIERD_ARGS", "").split(),
                          stdout=open(os.path.join(work, "pagetierd.log"), "w"),
                          stderr=subprocess.STDOUT)
     runtime = os.path.join(conf, "run")
@@ -438,6 +453,12 @@ def main():
     log(f"{config} ({profile}): kernel {os.uname().release}, MGLRU {lru_gen}, "
         f"{meminfo()['MemTotal'] // MIB} MiB RAM")
     lock_harness_memory()
+    # BPF_STATS=1: each window also records the BPF programs' run time (a diagnosis: the
+    # kernel then times every run of every program, which costs a little itself).
+    bpf_stats = os.environ.get("BPF_STATS") == "1"
+    if bpf_stats:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
     swapdev, www, backing = setup_drives(config, tap, work)
     e2elib.setup_cgroups(PARENT, list(CRIT))
     daemon = runtime = damon = senpais = None
@@ -467,15 +488,14 @@ def main():
     keys_db, keys_web = Zipf(n_crit, seed=11), Zipf(WEB_FILES, seed=12)
 
     def make_state():
-        return Resp(6400), http.client.HTTPConnection("127.0.0.1", 8090, timeout=60)
+        return Resp(6400), HttpGet(8090)
 
     def transaction(state, item):
         r, h = state
         k, j = item
         if r.cmd("GET", b"c:%d" % k) != value(b"c:", k, CRIT_VALUE):
             return False
-        h.request("GET", f"/f{j}.bin")
-        return h.getresponse().read() == value(b"f", j, WEB_FILE_SIZE)
+        return h.get(f"/f{j}.bin") == value(b"f", j, WEB_FILE_SIZE)
 
     client = OpenLoop(make_state, transaction, lambda: (keys_db.next(), keys_web.next()), rate)
     sizes = noise_sizes(noise_mb)
@@ -503,6 +523,8 @@ def main():
         kw0, irq0 = kernel_threads_ticks("kworker"), irq_ticks()
         pd0 = cpu_seconds(daemon.pid) if daemon else 0
         pt0 = thread_cpu_seconds(daemon.pid) if daemon else {}
+        bpf0 = bpf_prog_stats() if bpf_stats else {}
+        h0 = cpu_seconds(os.getpid())
         noise.take()
         res = client.run(measure_s)
         vm1, mi = vmstat(), meminfo()
@@ -517,7 +539,16 @@ def main():
             "irq_cpu_s": round((irq_ticks() - irq0) / hz, 2),
             "busy_cpu_s": round((cpu_busy_ticks() - busy0) / hz, 2),
             "pagetierd_window_cpu_s": round(cpu_seconds(daemon.pid) - pd0, 2) if daemon else None,
+            # This process: both load clients (and Senpai's controller), which a real
+            # experiment runs on other machines, but which share the guest's CPUs here.
+            "harness_cpu_s": round(cpu_seconds(os.getpid()) - h0, 2),
         }
+        if bpf_stats:
+            # The BPF programs' own time in the window (all programs, pagetierd's and any
+            # other), and how often each ran: they run in the tasks and softirqs they trace.
+            window_cpu["bpf_prog_s_runs"] = {
+                k: [round((v[0] - bpf0.get(k, [0, 0])[0]) / 1e9, 3), v[1] - bpf0.get(k, [0, 0])[1]]
+                for k, v in bpf_prog_stats().items()}
         if daemon:
             # Which of its threads, user and system: the main loop (samples, policy) runs
             # at the default priority, the offload/scan pool at nice 19.
@@ -564,8 +595,12 @@ def main():
             f"(waited {sum(window_cpu['crit_cpu_wait_ms'].values())} ms), noise "
             f"{window_cpu['noise_cpu_s']}, kswapd {window_cpu['kswapd_cpu_s']}, kworkers "
             f"{window_cpu['kworker_cpu_s']}, interrupts {window_cpu['irq_cpu_s']}, pagetierd "
-            f"{window_cpu['pagetierd_window_cpu_s']}; "
+            f"{window_cpu['pagetierd_window_cpu_s']}, harness {window_cpu['harness_cpu_s']}; "
             f"elapsed {step['elapsed_s']} s" + (f", about {per * left:.0f} s left" if per else ""))
+        if bpf_stats:
+            log("  BPF programs (s, runs): " + ", ".join(
+                f"{k} {v[0]} {v[1]}" for k, v in sorted(
+                    window_cpu["bpf_prog_s_runs"].items(), key=lambda kv: -kv[1][0]) if v[1]))
         return step
 
     def save():

@@ -12,7 +12,9 @@
 #        CONFIGS ("noswap swap senpai damon pagetier swap-low"; damon needs 6.12),
 #        STEPS, MEASURE_S, SETTLE_S, SOLO_WINDOWS, RATE, CRIT_MB, NOISE_MB, TIME_SCALE, MAX_S,
 #        FREE_WATERMARK_DIV (pagetierd's free_watermark: RAM / it, default 8),
-#        PAGETIERD_LOG_LEVEL (info; debug logs each scan: its CPU shows in the figures)
+#        PAGETIERD_LOG_LEVEL (info; debug logs each scan: its CPU shows in the figures),
+#        PAGETIERD_ARGS (more options for pagetierd: --no-bpf), BPF_STATS=1 (each window
+#        records the BPF programs' run time)
 #        (guest.py); pagetierd's log is kept beside the results
 #   QUICK=1: swap and pagetier, unthrottled, N = 0, 2, 4, short windows (a few minutes)
 #   SMOKE=1: what make test runs: pagetier, N = 0, 2, tiny data sets (the harness works
@@ -57,7 +59,7 @@ for kv in "${kernels[@]}"; do
 done
 mkdir -p "$out"
 pass=(STEPS MEASURE_S SETTLE_S SOLO_WINDOWS RATE CRIT_MB NOISE_MB TIME_SCALE MAX_S FREE_WATERMARK_DIV
-	PAGETIERD_LOG_LEVEL)
+	PAGETIERD_LOG_LEVEL PAGETIERD_ARGS BPF_STATS)
 base_drive_opts=$PT_DRIVE_OPTS
 rc=0 i=0 t0=$(date +%s)
 for r in "${runs[@]}"; do
