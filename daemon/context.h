@@ -279,9 +279,9 @@ struct pt_action *pt_context_settle(struct pt_context *ctx);
 /*
  * The next memory.reclaim request of a settle at @current bytes charged, toward @target:
  * half the way to the middle of the PT_SETTLE_SLACK band above it (so a quarter of the
- * band at least); 0 once within the band (settled). memory.reclaim takes more than it is asked for
- * (whole batches, the multi-gen LRU's aging): asked for the whole way at once, it took
- * 1-2 MiB of redis's idle working set besides. A pass makes PT_SETTLE_STEPS at most and
+ * band at least); 0 once within the band (settled). memory.reclaim takes more than it is
+ * asked for (whole batches, the multi-gen LRU's aging): asked for the whole way at once,
+ * it took 1-2 MiB of redis's idle working set besides. A pass makes PT_SETTLE_STEPS at most and
  * stops at a step that frees nothing (write-back in flight: the next pass goes on). Pure.
  */
 #define PT_SETTLE_SLACK (2ULL << 20)

@@ -118,7 +118,7 @@ class HttpGet:
             if status or attempt:
                 break
             self.close()
-        length, keep = None, True
+        length, keep, line = None, True, b""
         while status:
             line = self.f.readline()
             if line in (b"\r\n", b""):
