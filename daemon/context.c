@@ -1492,11 +1492,36 @@ uint32_t pt_context_max_stretch(const struct pt_context *ctx)
 	return max ? (uint32_t)max : 1;
 }
 
-uint64_t pt_context_next_scan_ms(const struct pt_context *ctx)
+uint32_t pt_context_stretch(const struct pt_context *ctx, bool plenty, uint64_t now)
+{
+	uint64_t base = ctx->scan_interval_ms ? ctx->scan_interval_ms : 1000, relaxed;
+	uint32_t own = ctx->scan_stretch ? ctx->scan_stretch : 1;
+
+	if (!plenty || (ctx->prefetch_done_ms && now - ctx->prefetch_done_ms < PT_QUALITY_WINDOW_MS))
+		return own;
+	relaxed = ctx->policy.idle.threshold_ms / 2 / base;
+	if (relaxed > PT_HOT_FRESH_EPOCHS)
+		relaxed = PT_HOT_FRESH_EPOCHS;
+	return relaxed > own ? (uint32_t)relaxed : own;
+}
+
+uint64_t pt_context_next_scan_ms(const struct pt_context *ctx, uint32_t stretch)
 {
 	uint64_t base = ctx->scan_interval_ms ? ctx->scan_interval_ms : 1000;
 
-	return ctx->last_scan_ms + base * (ctx->scan_stretch ? ctx->scan_stretch : 1);
+	return ctx->last_scan_ms + base * (stretch ? stretch : 1);
+}
+
+uint32_t pt_context_scan_epochs(const struct pt_context *ctx, uint64_t now, uint32_t stretch)
+{
+	uint64_t base = ctx->scan_interval_ms ? ctx->scan_interval_ms : 1000, n;
+
+	if (!stretch)
+		stretch = 1;
+	if (!ctx->last_scan_ms || now <= ctx->last_scan_ms)
+		return stretch;
+	n = (now - ctx->last_scan_ms + base / 2) / base;
+	return n < 1 ? 1 : n > stretch ? stretch : (uint32_t)n;
 }
 
 static void apply_cold(struct pt_context *ctx, struct pt_action *a)

@@ -321,8 +321,23 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
  * intervals.
  */
 uint32_t pt_context_max_stretch(const struct pt_context *ctx);
-/* When the next scan of an active @ctx is due. */
-uint64_t pt_context_next_scan_ms(const struct pt_context *ctx);
+/*
+ * The scan stretch of @ctx at @now: its own (scan_stretch), or, while the host has
+ * @plenty of memory (MemAvailable well above the cold watermark: no cold offload can
+ * follow a scan, nor the free watermark's), at least PT_HOT_FRESH_EPOCHS capped by half
+ * its idle threshold (the memory rule's bound): nothing uses a finer model until memory
+ * gets short, and its scans were most of the daemon's cost beside busy containers
+ * (bench/density). Not within PT_QUALITY_WINDOW_MS of a wake's prefetch, whose quality is
+ * measured scan by scan.
+ */
+uint32_t pt_context_stretch(const struct pt_context *ctx, bool plenty, uint64_t now);
+/* When the next scan of an active @ctx is due, @stretch intervals after the last. */
+uint64_t pt_context_next_scan_ms(const struct pt_context *ctx, uint32_t stretch);
+/*
+ * How many model epochs a scan of @ctx issued at @now stands for: the intervals since its
+ * last scan, 1 to @stretch (memory that got short ends a relaxed stretch early).
+ */
+uint32_t pt_context_scan_epochs(const struct pt_context *ctx, uint64_t now, uint32_t stretch);
 
 struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval_ms,
 				  uint64_t max_bytes);

@@ -333,6 +333,25 @@ static bool offload_held(struct pt_manager *m, bool count)
 }
 
 /*
+ * Whether the host has plenty of memory: MemAvailable at least twice the cold watermark
+ * (and the free watermark), so that neither cold offload nor the free watermark's can
+ * follow a scan soon. Active contexts' scans are relaxed meanwhile (pt_context_stretch());
+ * the margin lets them come back to every interval before the cold watermark is reached.
+ * Never without a cold watermark: cold offload then follows every scan.
+ */
+static bool memory_plenty(struct pt_manager *m, uint64_t now)
+{
+	uint64_t wm = pt_config_cold_watermark(&m->cfg), avail;
+
+	if (!wm || wm == UINT64_MAX)
+		return false;
+	if (m->cfg.free_watermark > wm)
+		wm = m->cfg.free_watermark;
+	avail = available(m, now);
+	return avail != UINT64_MAX && avail / 2 >= wm;
+}
+
+/*
  * What cold offload may still ask for now: the host's shortfall below cold_watermark, less
  * the cold offloads asked and not done, once per MemAvailable reading; UINT64_MAX without
  * a cold_watermark. The watermark alone is a gate, and every context scanned while it was
@@ -793,16 +812,22 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 		submit(m, a);
 	} else if (ctx->idle.state == PT_STATE_ACTIVE && submit_rest(m, ctx, now)) {
 		/* The rest of its wake goes before more scans and cold offload. */
-	} else if (ctx->idle.state == PT_STATE_ACTIVE && now < pt_context_next_scan_ms(ctx)) {
-		/* Between two scans of a steady context: more cold chunks, at the same pace. */
-		if (ctx->cold_more && !ctx->busy && !cold_held(m, false) &&
-		    now - ctx->last_cold_ms >= m->cfg.scan_interval_ms)
-			submit_cold(m, ctx, now);
 	} else if (ctx->idle.state == PT_STATE_ACTIVE) {
-		struct pt_action *a = pt_context_scan(ctx, m->scanner, m->kmod_fd,
-						      m->cfg.chunk_shift);
+		uint32_t stretch = pt_context_stretch(ctx, memory_plenty(m, now), now);
+		struct pt_action *a;
 
+		if (now < pt_context_next_scan_ms(ctx, stretch)) {
+			/* Between two scans of a steady context: more cold chunks, same pace. */
+			if (ctx->cold_more && !ctx->busy && !cold_held(m, false) &&
+			    now - ctx->last_cold_ms >= m->cfg.scan_interval_ms)
+				submit_cold(m, ctx, now);
+			return;
+		}
+		a = pt_context_scan(ctx, m->scanner, m->kmod_fd, m->cfg.chunk_shift);
 		if (a) {
+			a->epochs = pt_context_scan_epochs(ctx, now, stretch);
+			if (stretch > (ctx->scan_stretch ? ctx->scan_stretch : 1))
+				m->scans_relaxed++;
 			ctx->last_scan_ms = now;
 			submit(m, a);
 		}

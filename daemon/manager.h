@@ -116,6 +116,8 @@ struct pt_manager {
 	 * shortfall below it was already asked for (cold_budget).
 	 */
 	uint64_t cold_deferred_plenty;
+	/* Scans of active contexts issued later than their own stretch: memory was plenty. */
+	uint64_t scans_relaxed;
 	/*
 	 * What cold offload may still ask for until MemAvailable is read again: the shortfall
 	 * below cold_watermark less cold_inflight, the bytes of cold offloads (free_watermark's

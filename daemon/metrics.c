@@ -570,6 +570,9 @@ static void render_fill(FILE *out, const struct pt_manager *m)
 	single_u64(out, "pagetier_cold_offloads_deferred_plenty_total", "counter",
 		   "Cold offloads of active containers not made: MemAvailable above cold_watermark, or its shortfall already asked for.",
 		   m->cold_deferred_plenty);
+	single_u64(out, "pagetier_scans_relaxed_total", "counter",
+		   "Scans of active containers spaced wider than their own pace: MemAvailable was at least twice the cold watermark.",
+		   m->scans_relaxed);
 }
 
 static void render_bpf(FILE *out, const struct pt_metrics_daemon *d)

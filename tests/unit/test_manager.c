@@ -919,7 +919,7 @@ static void test_steady_scans_stretch(void **state)
 	}
 	/* The tick issues the next scan 8 intervals after the last, not before. */
 	web->last_scan_ms = t;
-	assert_int_equal(pt_context_next_scan_ms(web), t + 8000);
+	assert_int_equal(pt_context_next_scan_ms(web, pt_context_stretch(web, false, t)), t + 8000);
 	f->r.n = 0;
 	pt_manager_tick(&f->m, t + 1000);
 	assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 0);
@@ -931,6 +931,70 @@ static void test_steady_scans_stretch(void **state)
 	feed_scan_at(&f->m, web, 0x7e0000000000ULL, true);
 	finish_all(&f->m, &f->r);
 	assert_int_equal(web->scan_stretch, 1);
+}
+
+/*
+ * While the host has plenty of memory (MemAvailable at least twice the cold watermark) an
+ * active context touching fresh memory at every scan is scanned every 8 intervals (its own
+ * pace would be every one), each scan standing for the intervals it covered; memory that
+ * gets short, or a wake's prefetch just done, brings it back to its own pace at once.
+ */
+static void test_plenty_memory_relaxes_scans(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	struct pt_action *scan;
+	uint64_t t = pt_now_ms();
+
+	reload_policies(f,
+			"[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 16s\n\n"
+			"[db]\nmatch_cgroup = /ct/db\nclass = critical\n");
+	f->m.cfg.free_watermark = 1ULL << 30;	/* cold_watermark auto: 2 GiB */
+	set_available(f, 5ULL << 20);		/* 5 GiB available: plenty */
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(pt_context_max_stretch(web), 2);	/* an eighth of cold_after */
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->scan_stretch, 1);	/* all fresh: its own pace is every interval */
+	assert_int_equal(pt_context_stretch(web, false, t), 1);
+	assert_int_equal(pt_context_stretch(web, true, t), 8);
+	web->prefetch_done_ms = t - 1000;	/* a wake's prefetch just done */
+	assert_int_equal(pt_context_stretch(web, true, t), 1);
+	web->prefetch_done_ms = 0;
+	web->policy.idle.threshold_ms = 6000;	/* half the idle threshold bounds it */
+	assert_int_equal(pt_context_stretch(web, true, t), 3);
+	web->policy.idle.threshold_ms = 60000;
+
+	/* The tick: no scan one interval after the last, one 8 intervals after, for 8 epochs. */
+	web->last_scan_ms = t;
+	f->r.n = 0;
+	pt_manager_tick(&f->m, t + 1000);
+	assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 0);
+	finish_all(&f->m, &f->r);
+	pt_manager_tick(&f->m, t + 8000);
+	scan = recorded(&f->r, web, PT_JOB_SCAN);
+	assert_non_null(scan);
+	assert_int_equal(scan->epochs, 8);
+	assert_int_equal(f->m.scans_relaxed, 1);
+	finish_all(&f->m, &f->r);
+
+	/*
+	 * That scan found nothing fresh: its own pace is now every 2 intervals. Memory short
+	 * of twice the watermark: the next scan 2 intervals later, for 2 epochs.
+	 */
+	assert_int_equal(web->scan_stretch, 2);
+	set_available(f, 3ULL << 20);
+	web->last_scan_ms = t + 8000;
+	f->r.n = 0;
+	pt_manager_tick(&f->m, t + 9000);
+	assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 0);
+	finish_all(&f->m, &f->r);
+	pt_manager_tick(&f->m, t + 10000);
+	scan = recorded(&f->r, web, PT_JOB_SCAN);
+	assert_non_null(scan);
+	assert_int_equal(scan->epochs, 2);
+	assert_int_equal(f->m.scans_relaxed, 1);
+	finish_all(&f->m, &f->r);
 }
 
 /*
@@ -1802,6 +1866,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_a_long_tick_reads_wake_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_tier_holds_offload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plenty_memory_relaxes_scans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_offload_paced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_waits_for_memory_need, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_takes_the_shortfall_only, setup, teardown),
