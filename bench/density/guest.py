@@ -8,6 +8,11 @@ added two at a time and one noise client reads a random object from a random noi
 container every 150 ms (the same total noise load whatever their number). After each
 addition the critical service is measured for MEASURE_S.
 
+Both clients are build/bench/density/loadgen (loadgen.c, built by make): `loadgen critical`
+once per measuring window, `loadgen noise` for the whole run, fed the noise servers' ports
+on its stdin. Python threads cost a quarter of the guest's CPU; this process keeps the
+servers, the measurements and the sweep.
+
     guest.py CONFIG     CONFIG: noswap | swap | swap-low | senpai | damon | pagetier
 
 Environment: STEPS (noise counts, "2 4 ... 16"), MEASURE_S (40), SETTLE_S (30),
@@ -15,7 +20,9 @@ SOLO_WINDOWS (3: the solo reference pooled from that many windows), RATE (40
 transactions/s), CRIT_MB (200), NOISE_MB (96), TIME_SCALE (4: every policy's time constants
 divided by it, so that minutes of steady state fit in a step), MAX_S (budget per run,
 1020 s: the default sweep with its three solo windows),
-PROFILE (a label for the results: unthrottled or cloud; the throttling is QEMU's).
+PROFILE (a label for the results: unthrottled or cloud; the throttling is QEMU's),
+LOADGEN (the load clients' binary: build/bench/density/loadgen of this tree; the guest
+shares the host's filesystem, so make builds it there).
 The drives are found by serial (pagetier-nvme for swap or the tier, pagetier-data for
 nginx's ext4); on a real host, DENSITY_SWAP_DEV and DENSITY_DATA_DEV name them instead
 (both are overwritten).
@@ -28,7 +35,6 @@ import ctypes
 import http.client
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -41,15 +47,17 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
 import e2elib  # noqa: E402
 from e2elib import BIN, CG, MIB, Tap, run, status_json, wait_for  # noqa: E402
-from openloop import OpenLoop, Zipf, pool_windows, summarize  # noqa: E402
+from openloop import pool_windows, summarize  # noqa: E402
 from senpai import SenpaiCgroup  # noqa: E402
-from servers import HttpGet, Resp, in_cgroup, wait_port  # noqa: E402
+from servers import Resp, in_cgroup, wait_port  # noqa: E402
 
 PARENT = "pt-density"
 CRIT = ("crit-db", "crit-web")
 CRIT_VALUE = 4000		# bytes: one 4 KiB jemalloc size class per value
 WEB_FILES, WEB_FILE_SIZE = 2000, 16 << 10
 NOISE_CLIENT_SLEEP = 0.150
+LOADGEN = os.environ.get("LOADGEN") or os.path.join(e2elib.TOP, "build", "bench", "density",
+                                                    "loadgen")
 
 # SET prefix..i to value(prefix, i, size) for i in [first, last], inside the server: a
 # data set of hundreds of MiB loads in seconds under TCG instead of minutes over a socket.
@@ -232,41 +240,107 @@ def noise_sizes(noise_mb):
             (max(1, round(44 * k)), 650000)]
 
 
-class NoiseClient(threading.Thread):
-    """One client: a random noise container, a random object of it, then 150 ms of sleep."""
+def loadgen():
+    """The load clients' binary, or a RuntimeError that says how to build it."""
+    if not os.access(LOADGEN, os.X_OK):
+        raise RuntimeError(f"{LOADGEN} is missing: run make (make bench-density builds it, "
+                           "or make build/bench/density/loadgen)")
+    return LOADGEN
 
-    def __init__(self, sizes):
-        super().__init__(daemon=True)
-        self.servers, self.conns = [], {}
-        self.index = [(i, size) for i, size in enumerate(s for n, s in sizes for _ in range(n))]
-        self.stop_ev = threading.Event()
-        self.lat, self.failed = [], 0
-        self.rng = random.Random(7)
 
-    def run(self):
-        while not self.stop_ev.is_set():
-            if self.servers:
-                srv = self.rng.choice(self.servers)
-                i, size = self.rng.choice(self.index)
-                t = time.monotonic()
-                try:
-                    c = self.conns.get(srv.port) or Resp(srv.port)
-                    self.conns[srv.port] = c
-                    v = c.cmd("GET", f"o:{i}")
-                    ok = v is not None and len(v) == size and v.startswith(b"o:%d:" % i)
-                except (OSError, RuntimeError):
-                    self.conns.pop(srv.port, None)
-                    ok = False
-                if ok:
-                    self.lat.append(time.monotonic() - t)
-                else:
-                    self.failed += 1
-            self.stop_ev.wait(NOISE_CLIENT_SLEEP)
+class CriticalClient:
+    """The critical service's open-loop client: each run() is one `loadgen critical`
+    (transactions of a redis GET c:<k> and an nginx GET /f<j>.bin, zipf keys, both answers
+    checked, due at a fixed rate: no coordinated omission), with a seed of its own per
+    window so that windows do not replay the same keys."""
+
+    def __init__(self, redis_port, http_port, rate, db_items, web_files, mlock=True,
+                 workers=16, grace_s=30, seed_db=11, seed_web=12):
+        self.argv = [loadgen(), "critical", "--redis-port", str(redis_port),
+                     "--http-port", str(http_port), "--rate", str(rate),
+                     "--workers", str(workers), "--grace", str(grace_s),
+                     "--db-items", str(db_items), "--db-value-size", str(CRIT_VALUE),
+                     "--web-files", str(web_files), "--web-size", str(WEB_FILE_SIZE),
+                     "--zipf-s", "0.99"] + (["--mlock"] if mlock else [])
+        self.rate, self.grace_s = rate, grace_s
+        self.seeds, self.windows = (seed_db, seed_web), 0
+        self.last_cpu_s = 0.0	# user + system CPU of the last window's loadgen
+
+    def run(self, duration_s):
+        """summarize()'s dict of one window of @duration_s, plus its latencies_ms."""
+        w = self.windows
+        self.windows += 1
+        argv = self.argv + ["--duration", str(duration_s),
+                            "--seed-db", str(self.seeds[0] + 2 * w),
+                            "--seed-web", str(self.seeds[1] + 2 * w)]
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE)
+        # It ends itself grace_s after its last request; this is only against a hang.
+        timer = threading.Timer(duration_s + self.grace_s + 60, p.kill)
+        timer.start()
+        try:
+            out = p.stdout.read()
+        finally:
+            timer.cancel()
+            p.stdout.close()
+            # Reaped here (not by Popen) for its rusage: the harness's CPU counts it.
+            _, status, ru = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            self.last_cpu_s = ru.ru_utime + ru.ru_stime
+        if p.returncode != 0:
+            raise RuntimeError(f"loadgen critical exited with {p.returncode} "
+                               "(its message is above)")
+        r = json.loads(out)
+        lat, failed = r["latencies_ms"], r["failed"]
+        if len(lat) != r["completed"] or r["completed"] + failed != int(duration_s * self.rate):
+            raise RuntimeError(f"loadgen critical: {r['completed']} completed, {failed} "
+                               f"failed, {len(lat)} latencies, of {int(duration_s * self.rate)}")
+        res = summarize([x / 1000 for x in lat], failed, duration_s, self.rate)
+        res["latencies_ms"] = lat
+        return res
+
+
+class NoiseClient:
+    """The noise client, one `loadgen noise` for the whole run: a random noise container,
+    a random object of it (the noise_sizes() mix, in that order), then 150 ms of sleep."""
+
+    def __init__(self, sizes, mlock=True, seed=7):
+        self.argv = [loadgen(), "noise", "--sleep-ms", str(round(NOISE_CLIENT_SLEEP * 1000)),
+                     "--sizes", ",".join(f"{n}:{size}" for n, size in sizes),
+                     "--seed", str(seed)] + (["--mlock"] if mlock else [])
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def _send(self, line):
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise RuntimeError(f"loadgen noise is gone (exit {self.proc.poll()})") from None
+
+    def add(self, port):
+        """One more noise redis server to read from."""
+        self._send(f"add {port}")
 
     def take(self):
-        lat, failed = self.lat, self.failed
-        self.lat, self.failed = [], 0
-        return lat, failed
+        """(latencies in seconds, failed requests) since the last take()."""
+        self._send("take")
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"loadgen noise is gone (exit {self.proc.wait()})")
+        r = json.loads(line)
+        return [x / 1000 for x in r["latencies_ms"]], r["failed"]
+
+    def cpu_seconds(self):
+        return cpu_seconds(self.proc.pid)
+
+    def stop(self):
+        self._send("quit")
+        self.proc.stdin.close()
+        self.proc.wait(30)
+        self.proc.stdout.close()
 
 
 class Senpais(threading.Thread):
@@ -437,6 +511,7 @@ def lock_harness_memory():
 
 def main():
     config = sys.argv[1]
+    loadgen()	# before minutes of set-up: the clients' binary is there
     steps = [int(x) for x in os.environ.get("STEPS", "2 4 6 8 10 12 14 16").split()]
     measure_s, settle_s = env_int("MEASURE_S", 40), env_int("SETTLE_S", 30)
     solo_windows = max(1, env_int("SOLO_WINDOWS", 3))
@@ -485,19 +560,7 @@ def main():
     log(f"critical service up: crit-db {cg_u64('crit-db', 'memory.current') // MIB} MiB, "
         f"crit-web {cg_u64('crit-web', 'memory.current') // MIB} MiB")
 
-    keys_db, keys_web = Zipf(n_crit, seed=11), Zipf(WEB_FILES, seed=12)
-
-    def make_state():
-        return Resp(6400), HttpGet(8090)
-
-    def transaction(state, item):
-        r, h = state
-        k, j = item
-        if r.cmd("GET", b"c:%d" % k) != value(b"c:", k, CRIT_VALUE):
-            return False
-        return h.get(f"/f{j}.bin") == value(b"f", j, WEB_FILE_SIZE)
-
-    client = OpenLoop(make_state, transaction, lambda: (keys_db.next(), keys_web.next()), rate)
+    client = CriticalClient(6400, 8090, rate, n_crit, WEB_FILES)
     sizes = noise_sizes(noise_mb)
     noise = NoiseClient(sizes)
     noise.start()
@@ -524,9 +587,10 @@ def main():
         pd0 = cpu_seconds(daemon.pid) if daemon else 0
         pt0 = thread_cpu_seconds(daemon.pid) if daemon else {}
         bpf0 = bpf_prog_stats() if bpf_stats else {}
-        h0 = cpu_seconds(os.getpid())
+        h0, nz0 = cpu_seconds(os.getpid()), noise.cpu_seconds()
         noise.take()
         res = client.run(measure_s)
+        nz1 = noise.cpu_seconds()
         vm1, mi = vmstat(), meminfo()
         hz = os.sysconf("SC_CLK_TCK")
         window_cpu = {
@@ -539,9 +603,14 @@ def main():
             "irq_cpu_s": round((irq_ticks() - irq0) / hz, 2),
             "busy_cpu_s": round((cpu_busy_ticks() - busy0) / hz, 2),
             "pagetierd_window_cpu_s": round(cpu_seconds(daemon.pid) - pd0, 2) if daemon else None,
-            # This process: both load clients (and Senpai's controller), which a real
-            # experiment runs on other machines, but which share the guest's CPUs here.
-            "harness_cpu_s": round(cpu_seconds(os.getpid()) - h0, 2),
+            # The harness: this process (Senpai's controller, the measurements) and both
+            # load clients (loadgen: the window's critical one, reaped by its run(), and
+            # the noise one), which a real experiment runs on other machines, but which
+            # share the guest's CPUs here.
+            "harness_cpu_s": round(cpu_seconds(os.getpid()) - h0 + nz1 - nz0
+                                   + client.last_cpu_s, 2),
+            "loadgen_cpu_s": {"critical": round(client.last_cpu_s, 2),
+                              "noise": round(nz1 - nz0, 2)},
         }
         if bpf_stats:
             # The BPF programs' own time in the window (all programs, pagetierd's and any
@@ -638,7 +707,7 @@ def main():
             s = RedisServer(name, 7001 + len(servers), work)
             s.load(b"o:", sizes)
             servers.append(s)
-            noise.servers.append(s)
+            noise.add(s.port)
             if senpais:
                 senpais.add(name)
         time.sleep(settle_s)
@@ -666,7 +735,7 @@ def main():
         r = e2elib.ctl("--json", "status", runtime=runtime)
         results["pagetierd_status"] = json.loads(r.stdout) if r.returncode == 0 else None
     save()
-    noise.stop_ev.set()
+    noise.stop()
     if daemon:
         daemon.terminate()
         daemon.wait(30)
