@@ -884,9 +884,27 @@ static int cmd_critical(int argc, char **argv)
 	 * Workers still waiting on a stalled server (up to IO_TIMEOUT_S) are not waited
 	 * for: their requests are counted, and exit() ends them.
 	 */
-	if (all_finished)
-		for (long long t = 0; t < cr.workers; t++)
-			pthread_join(tids[t], NULL);
+	if (!all_finished)
+		exit(0);
+	for (long long t = 0; t < cr.workers; t++) {
+		struct worker *w = &ws[t];
+
+		pthread_join(tids[t], NULL);
+		conn_close(&w->redis);
+		conn_close(&w->http);
+		free(w->redis.buf);
+		free(w->http.buf);
+		free(w->val.p);
+		free(w->body.p);
+		free(w->expect_db);
+		free(w->expect_web);
+	}
+	free(ws);
+	free(tids);
+	free(cr.jobs);
+	free(cr.lat_ms);
+	free(zdb.cum);
+	free(zweb.cum);
 	return 0;
 }
 
