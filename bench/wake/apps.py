@@ -225,12 +225,62 @@ def wake_server(srv, name, warm, out_bytes, rate):
     mon.join()
     first5 = sorted(l for d, l in lat if d < P99_S)
     p99 = first5[min(len(first5) - 1, int(len(first5) * 0.99))]
-    return {"first_ms": round(lat[0][1] * 1000, 1), "p99_5s_ms": round(p99 * 1000, 1),
+    extra = {}
+    if os.environ.get("WAKE_TRACE") == "1":
+        # Each request's due time and latency (ms, from the client's first), and the
+        # clock they are on, to be matched with the trace's.
+        extra = {"t0_monotonic": t0,
+                 "requests_ms": [[round(d * 1000, 1), round(x * 1000, 1)] for d, x in lat]}
+    return {**extra, "first_ms": round(lat[0][1] * 1000, 1), "p99_5s_ms": round(p99 * 1000, 1),
             "p50_5s_ms": round(statistics.median(first5) * 1000, 1),
             "requests": len(lat), "wrong": wrong,
             "t90_resident_s": t_resident(samples, 0.9 * warm),
             "resident_at_5s_pct": round(100 * max((c for t, c in samples if t <= 5), default=0)
                                         / warm, 1)}
+
+
+def start_trace(w, mode):
+    """WAKE_TRACE=1, a diagnosis: every task switch of the guest during the wake, with the
+    kernel stack where each task left the CPU (perf sched record -g), so that the server's
+    slow requests can be matched to where it waited. Under TCG perf takes seconds to
+    start (it lists every process's mappings): it starts disabled and is enabled through
+    its control FIFO once ready, and the wake waits for its ack."""
+    if os.environ.get("WAKE_TRACE") != "1":
+        return None
+    out = os.environ.get("PT_OUT", "/tmp")
+    path = os.path.join(out, f"sched-{w}-{mode}.data")
+    # The FIFOs on the guest's own /tmp: PT_OUT is the host's directory (9p), where a
+    # FIFO opens with ENXIO.
+    ctl, ack = f"/tmp/perf-{w}-{mode}.ctl", f"/tmp/perf-{w}-{mode}.ack"
+    for f in (ctl, ack):
+        if os.path.exists(f):
+            os.unlink(f)
+        os.mkfifo(f)
+    p = subprocess.Popen(["perf", "sched", "record", "-D", "-1", "--control",
+                          f"fifo:{ctl},{ack}", "-g", "-o", path, "--", "sleep", "120"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(ctl, "w") as c, open(ack) as a:
+        c.write("enable\n")
+        c.flush()
+        a.readline()
+    return p, path, time.monotonic()
+
+
+def end_trace(tracer, srv, w, mode):
+    """The server's off-CPU periods from the trace: perf sched timehist of its process
+    into sched-W-MODE.txt, next to its raw data."""
+    p, path, t_enabled = tracer
+    p.send_signal(signal.SIGINT)
+    p.wait()
+    pid = srv.proc.pid if getattr(srv, "proc", None) else None
+    txt = path[:-5] + ".txt"
+    with open(txt, "w") as f:
+        args = ["perf", "sched", "timehist", "-i", path, "-g", "--max-stack", "14",
+                "--kallsyms", "/proc/kallsyms"]
+        if pid:
+            args += ["-p", str(pid)]
+        subprocess.run(args, stdout=f, stderr=subprocess.STDOUT)
+    return {"perf_data": path, "timehist": txt, "pid": pid, "t_enabled": t_enabled}
 
 
 def go_out(mode, name, daemon, srv=None):
@@ -336,7 +386,20 @@ def run_workload(w, res, results, work, mnt, data, tier):
                     warm = current(w)
                     out = go_out(mode, w, daemon, srv)
                     r0 = dev_reads()
+                    tracer = start_trace(w, mode) if daemon else None
+                    ts0 = e2elib.tier_cgroup_stats() if tracer else {}
                     fig = wake_server(srv, w, warm, out, rate)
+                    if tracer:
+                        fig["trace"] = end_trace(tracer, srv, w, mode)
+                        # The tier's counters over the wake, all cgroups together: demand
+                        # reads (and their pages: the size of each), staging hits, misses.
+                        ts1 = e2elib.tier_cgroup_stats()
+                        fig["tier_delta"] = {
+                            k: sum(c.get(k, 0) for c in ts1.values()) -
+                            sum(c.get(k, 0) for c in ts0.values())
+                            for k in ("demand_reads", "demand_read_pages", "staging_hits",
+                                      "staging_misses", "prefetch_bytes", "read_ios",
+                                      "bytes_read")}
                     fig.update({"warm_MiB": warm >> 20, "out_MiB": out >> 20,
                                 "read_MiB": round((dev_reads() - r0) / MIB, 1)})
                 if daemon:
@@ -354,7 +417,7 @@ def run_workload(w, res, results, work, mnt, data, tier):
                     daemon.stop()
             res[mode] = fig
             print(json.dumps({"workload": w, "mode": mode, **fig}), flush=True)
-            log(f"{w} {mode}: {fig}")
+            log(f"{w} {mode}: { {k: v for k, v in fig.items() if k != 'requests_ms'} }")
     finally:
         if srv:
             srv.stop()

@@ -5,10 +5,12 @@
 #
 #   bench/wake/apps.sh     env: KERNELS ("6.12 6.1"), PROFILES ("unthrottled cloud"),
 #                          WORKLOADS, MODES, RATE, WINDOW_S, REDIS_ITEMS (see apps.py)
+#                          PT_KMOD_PARAMS: pagetier.ko's parameters (e.g. staging_mib=256)
+#                          WAKE_TRACE=1: perf sched record of each pagetierd wake, a diagnosis
 set -u
 . "$(dirname "$0")/../../tests/vm/lib.sh"
 out=${WAKE_OUT:-$PT_TOP/build/bench/wake-apps}
-pass=(WORKLOADS MODES RATE WINDOW_S REDIS_ITEMS PYWEB_ITEMS)
+pass=(WORKLOADS MODES RATE WINDOW_S REDIS_ITEMS PYWEB_ITEMS WAKE_TRACE)
 base=$PT_DRIVE_OPTS
 mkdir -p "$out"
 rc=0
@@ -20,7 +22,7 @@ for k in ${KERNELS:-6.12 6.1}; do
 		PT_DRIVE_OPTS=$base
 		[ "$p" = cloud ] && PT_DRIVE_OPTS+=",$PT_CLOUD_THROTTLE"
 		PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-3000} pt_vm_run "$kv" "$out/$kv-$p" \
-			"insmod build/kmod/$kv/pagetier.ko && $envs python3 bench/wake/apps.py 2>&1 | tee \$PT_OUT/result.txt" |
+			"insmod build/kmod/$kv/pagetier.ko ${PT_KMOD_PARAMS:-} && $envs python3 bench/wake/apps.py 2>&1 | tee \$PT_OUT/result.txt" |
 			grep --line-buffered -E '^# |Traceback|Error|error:|Bail' || true
 		if [ -s "$out/$kv-$p/wake-apps.json" ]; then
 			cp "$out/$kv-$p/wake-apps.json" "$out/wake-apps-$kv-$p.json"
