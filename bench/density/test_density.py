@@ -128,50 +128,6 @@ class Report(unittest.TestCase):
             os.unlink(f.name)
 
 
-class HttpGetClient(unittest.TestCase):
-    """The critical client's HTTP GET (tests/e2e/servers.py) against a local HTTP/1.1
-    server that closes the connection after every third answer, as nginx does after its
-    keep-alive limit."""
-
-    def setUp(self):
-        import http.server
-        served = [0]
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self):
-                served[0] += 1
-                body = self.path.encode() * 1000
-                self.send_response(200 if self.path.startswith("/f") else 404)
-                self.send_header("Content-Length", str(len(body)))
-                if served[0] % 3 == 0:
-                    self.send_header("Connection", "close")
-                    self.close_connection = True
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def tearDown(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def test_keep_alive_closes_and_errors(self):
-        from servers import HttpGet
-        h = HttpGet(self.httpd.server_address[1])
-        for i in range(10):
-            self.assertEqual(h.get(f"/f{i}.bin"), f"/f{i}.bin".encode() * 1000)
-        with self.assertRaises(RuntimeError):
-            h.get("/missing")
-        self.assertEqual(h.get("/f1.bin"), b"/f1.bin" * 1000)
-        h.close()
-
-
 # --- the load clients: build/bench/density/loadgen against servers in this process -------
 
 

@@ -90,61 +90,6 @@ class Resp:
         self.s.close()
 
 
-class HttpGet:
-    """A minimal HTTP/1.1 client of one keep-alive connection, GET only. Where a load client
-    shares the guest's CPUs with what it measures (bench/density), http.client, which
-    parses each response's headers with the email package, costs more of the emulated CPU
-    than the servers it drives."""
-
-    def __init__(self, port):
-        self.port, self.s, self.f = port, None, None
-
-    def _connect(self):
-        self.close()
-        self.s = socket.create_connection(("127.0.0.1", self.port), timeout=60)
-        self.f = self.s.makefile("rb")
-
-    def get(self, path):
-        """The body of a 200 answer; RuntimeError for any other. A connection the server
-        closed (after its keep-alive limit, or idle) is opened again, once."""
-        for attempt in (0, 1):
-            if not self.s:
-                self._connect()
-            try:
-                self.s.sendall(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path.encode())
-                status = self.f.readline()
-            except OSError:
-                status = b""
-            if status or attempt:
-                break
-            self.close()
-        length, keep, line = None, True, b""
-        while status:
-            line = self.f.readline()
-            if line in (b"\r\n", b""):
-                break
-            key, _, val = line.partition(b":")
-            key = key.strip().lower()
-            if key == b"content-length":
-                length = int(val)
-            elif key == b"connection" and val.strip().lower() == b"close":
-                keep = False
-        if not status.startswith(b"HTTP/1.1 200 ") or line != b"\r\n" or length is None:
-            self.close()
-            raise RuntimeError(f"unexpected answer {status!r}")
-        body = self.f.read(length)
-        if len(body) != length or not keep:
-            self.close()
-        if len(body) != length:
-            raise RuntimeError("connection closed in the body")
-        return body
-
-    def close(self):
-        if self.s:
-            self.s.close()
-        self.s = self.f = None
-
-
 class Redis:
     name = "redis"
 
