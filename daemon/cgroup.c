@@ -61,6 +61,43 @@ int pt_flat_keyed_get(const char *text, const char *key, uint64_t *out)
 	return -ENOENT;
 }
 
+int pt_psi_some_total(const char *text, uint64_t *out)
+{
+	const char *p = text;
+
+	while (p && *p) {
+		if (!strncmp(p, "some ", 5)) {
+			const char *t = strstr(p, " total=");
+			const char *eol = strchr(p, '\n');
+			char *end;
+			unsigned long long v;
+
+			if (!t || (eol && t > eol))
+				return -EINVAL;
+			errno = 0;
+			v = strtoull(t + 7, &end, 10);
+			if (errno || end == t + 7 || (*end && *end != '\n' && *end != ' '))
+				return -EINVAL;
+			*out = v;
+			return 0;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return -ENOENT;
+}
+
+int pt_cgroup_memory_stall_us(const char *dir, uint64_t *out)
+{
+	char path[PATH_MAX], buf[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/memory.pressure", dir);
+	n = pt_read_file(path, buf, sizeof(buf));
+	return n < 0 ? (int)n : pt_psi_some_total(buf, out);
+}
+
 /* A single-value file's text: a number, or "max". */
 int pt_cgroup_parse_u64(const char *s, uint64_t *out)
 {

@@ -39,6 +39,14 @@ int pt_cgroup_walk(const char *root, pt_cgroup_visit_fn fn, void *arg);
 int pt_flat_keyed_get(const char *text, const char *key, uint64_t *out);
 
 /*
+ * A PSI file's "some" total (pressure stall information: the microseconds in which at least
+ * one of the cgroup's tasks waited), from its text; 0, -ENOENT or -EINVAL. Pure.
+ */
+int pt_psi_some_total(const char *text, uint64_t *out);
+/* The same, read from @dir's memory.pressure (-ENOENT where the kernel has no PSI). */
+int pt_cgroup_memory_stall_us(const char *dir, uint64_t *out);
+
+/*
  * A cgroup file's single value: "max" (UINT64_MAX) or a decimal byte or event count, then
  * at most a newline; -EINVAL for anything else (a sign, a suffix, trailing text).
  */

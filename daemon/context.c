@@ -1214,7 +1214,7 @@ static uint64_t rest_pages(const struct pt_context *ctx)
 }
 
 struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t misses,
-				  uint64_t room, uint64_t rate, int kmod_fd)
+				  uint64_t stall_us, uint64_t room, uint64_t rate, int kmod_fd)
 {
 	struct pt_action *a;
 	uint64_t left = room;
@@ -1230,8 +1230,10 @@ struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t
 	if (!ctx->rest_period_ms) {
 		/* The first look after the prefetch: the first period begins. */
 		ctx->rest_misses0 = misses;
+		ctx->rest_stall0 = stall_us;
 		ctx->rest_period_ms = now ? now : 1;
 		ctx->rest_streak = 0;
+		ctx->rest_hurt = 0;
 		return NULL;
 	}
 	/*
@@ -1240,9 +1242,15 @@ struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t
 	 * all over the memory the model did not see.
 	 */
 	if (now >= ctx->rest_period_ms + PT_REST_PERIOD_MS) {
+		/* The share of the period's wall time in which some task of it waited. */
+		uint64_t waited = stall_us > ctx->rest_stall0 ? stall_us - ctx->rest_stall0 : 0;
+		bool hurt = waited * 100 >= (now - ctx->rest_period_ms) * 1000 * PT_REST_STALL_PCT;
+
 		ctx->rest_streak = misses >= ctx->rest_misses0 + PT_REST_MISSES ?
 				   ctx->rest_streak + 1 : 0;
+		ctx->rest_hurt = hurt && ctx->rest_streak ? ctx->rest_hurt + 1 : 0;
 		ctx->rest_misses0 = misses;
+		ctx->rest_stall0 = stall_us;
 		ctx->rest_period_ms = now;
 	}
 	if (ctx->rest_streak < PT_REST_PERIODS || !room)
@@ -1255,8 +1263,9 @@ struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t
 	 * while the prefetch runs (pyweb: 26 MiB of demand reads in its first 5 s) shows it
 	 * then, one that serves a small part of it does not.
 	 */
-	if (misses < ctx->rest_misses_wake ||
-	    (misses - ctx->rest_misses_wake) * PT_REST_SHARE < rest_pages(ctx))
+	if (ctx->rest_hurt < PT_REST_PERIODS &&
+	    (misses < ctx->rest_misses_wake ||
+	     (misses - ctx->rest_misses_wake) * PT_REST_SHARE < rest_pages(ctx)))
 		return NULL;
 	a = new_action(ctx, PT_JOB_PREFETCH);
 	if (a)
@@ -1299,8 +1308,9 @@ struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t
 	a->kmod_fd = kmod_fd;
 	a->budget = room - left;
 	ctx->rest_until_ms = 0;
-	pt_info("%s: wake: %u s of demand reads past its prefetch: restoring the rest the idle offload paged out (%llu MiB%s)",
+	pt_info("%s: wake: %u s of demand reads past its prefetch%s: restoring the rest the idle offload paged out (%llu MiB%s)",
 		ctx->policy.name, ctx->rest_streak * PT_REST_PERIOD_MS / 1000,
+		ctx->rest_hurt >= PT_REST_PERIODS ? ", waiting for memory" : "",
 		(unsigned long long)(a->budget >> 20),
 		kept ? ", as much as the host has room for" : "");
 	return a;

@@ -726,15 +726,19 @@ static enum pt_idle_event judge(struct pt_manager *m, struct pt_context *ctx, ui
  */
 static bool submit_rest(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 {
-	uint64_t misses = demand_misses(ctx), avail, wm, room;
+	uint64_t misses = demand_misses(ctx), stall = 0, avail, wm, room;
 	struct pt_action *a;
 
 	if (!ctx->n_rest_set || !ctx->rest_until_ms)
 		return false;	/* none, or its window is not open */
+	/* Read in the window only: a few containers at a time, in the 30 s after a wake. */
+	if (pt_cgroup_memory_stall_us(ctx->dir, &stall))
+		stall = 0;	/* no PSI (psi=0): the demand reads alone say */
 	avail = available(m, now);
 	wm = pt_config_cold_watermark(&m->cfg);
 	room = avail == UINT64_MAX ? UINT64_MAX : avail > wm ? avail - wm : 0;
-	a = pt_context_rest(ctx, now, misses, room, m->cfg.prefetch_rate, m->prefetch_fd);
+	a = pt_context_rest(ctx, now, misses, stall, room, m->cfg.prefetch_rate,
+			    m->prefetch_fd);
 	submit(m, a);
 	return a != NULL;
 }

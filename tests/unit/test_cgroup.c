@@ -33,6 +33,37 @@ static void test_flat_keyed(void **state)
 	assert_int_equal(pt_flat_keyed_get("", "anon", &v), -ENOENT);
 }
 
+/* memory.pressure's "some" total, as 6.1 and 6.12 print it; a file of the wrong shape fails. */
+static void test_psi_some_total(void **state)
+{
+	const char *psi = "some avg10=1.25 avg60=0.40 avg300=0.10 total=4712345\n"
+			  "full avg10=0.00 avg60=0.00 avg300=0.00 total=99\n";
+	char *root = fx_tmpdir(), dir[PATH_MAX];
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(pt_psi_some_total(psi, &v), 0);
+	assert_int_equal(v, 4712345);
+	/* "full" first, or alone: only "some" counts. */
+	assert_int_equal(pt_psi_some_total("full avg10=0.00 total=7\nsome avg10=0.00 total=8\n",
+					   &v), 0);
+	assert_int_equal(v, 8);
+	assert_int_equal(pt_psi_some_total("full avg10=0.00 total=7\n", &v), -ENOENT);
+	assert_int_equal(pt_psi_some_total("", &v), -ENOENT);
+	/* No total on its line (the next line's does not count), or not a number. */
+	assert_int_equal(pt_psi_some_total("some avg10=0.00\nfull total=5\n", &v), -EINVAL);
+	assert_int_equal(pt_psi_some_total("some avg10=0.00 total=\n", &v), -EINVAL);
+	assert_int_equal(pt_psi_some_total("some avg10=0.00 total=12x\n", &v), -EINVAL);
+	/* From a cgroup's file; a cgroup without one (psi=0) says -ENOENT. */
+	fx_write(root, "ct/memory.pressure", psi);
+	snprintf(dir, sizeof(dir), "%s/ct", root);
+	assert_int_equal(pt_cgroup_memory_stall_us(dir, &v), 0);
+	assert_int_equal(v, 4712345);
+	snprintf(dir, sizeof(dir), "%s/none", root);
+	assert_int_equal(pt_cgroup_memory_stall_us(dir, &v), -ENOENT);
+	fx_rmtree(root);
+}
+
 static void make_cgroup(const char *root, const char *rel, const char *procs, uint64_t usage,
 			uint64_t current, uint64_t anon)
 {
@@ -260,6 +291,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flat_keyed),
+		cmocka_unit_test(test_psi_some_total),
 		cmocka_unit_test(test_walk_sample_pids),
 		cmocka_unit_test(test_sample_kinds),
 		cmocka_unit_test(test_sample_files_kept_open),

@@ -1654,7 +1654,7 @@ static void test_wake_rest(void **state)
 	assert_int_equal(c.rest_set[0].r[0].len, 3 * chunk);
 	assert_int_equal(c.rest_set[0].r[1].start, base + 5 * chunk);
 	assert_int_equal(c.rest_set[0].r[1].len, 11 * chunk);
-	assert_null(pt_context_rest(&c, t, 1000, UINT64_MAX, 0, -1));	/* busy */
+	assert_null(pt_context_rest(&c, t, 1000, 0, UINT64_MAX, 0, -1));	/* busy */
 	a->bytes = (int64_t)(2 * chunk);
 	pt_context_apply(&c, a);
 	assert_int_not_equal(c.rest_until_ms, 0);
@@ -1662,14 +1662,14 @@ static void test_wake_rest(void **state)
 	 * The first look takes the count. A burst in the first second, then too few in the
 	 * next: nothing. Then two seconds in a row with PT_REST_MISSES each: the rest.
 	 */
-	assert_null(pt_context_rest(&c, t, 40, UINT64_MAX, 0, -1));
-	assert_null(pt_context_rest(&c, t + 500, 100, UINT64_MAX, 0, -1));
-	assert_null(pt_context_rest(&c, t + 1000, 100, UINT64_MAX, 0, -1));
-	assert_null(pt_context_rest(&c, t + 2000, 100 + PT_REST_MISSES - 1, UINT64_MAX, 0, -1));
-	assert_null(pt_context_rest(&c, t + 3000, 120, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t, 40, 0, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 500, 100, 0, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 1000, 100, 0, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 2000, 100 + PT_REST_MISSES - 1, 0, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 3000, 120, 0, UINT64_MAX, 0, -1));
 	/* No room on the host: it waits. */
-	assert_null(pt_context_rest(&c, t + 4000, 130, 0, 0, -1));
-	a = pt_context_rest(&c, t + 4100, 130, 5 * chunk, 0, -1);
+	assert_null(pt_context_rest(&c, t + 4000, 130, 0, 0, 0, -1));
+	a = pt_context_rest(&c, t + 4100, 130, 0, 5 * chunk, 0, -1);
 	assert_non_null(a);
 	assert_true(a->rest);
 	assert_int_equal(a->kind, PT_JOB_PREFETCH);
@@ -1687,7 +1687,7 @@ static void test_wake_rest(void **state)
 	assert_int_equal(c.n_rests, 1);
 	assert_int_equal(c.rest_requested, 5 * chunk);
 	/* Once per wake. */
-	assert_null(pt_context_rest(&c, t + 400, 1000, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 400, 1000, 0, UINT64_MAX, 0, -1));
 
 	/*
 	 * The next wake, with no demand reads past its prefetch: past the window nothing is
@@ -1714,11 +1714,11 @@ static void test_wake_rest(void **state)
 	 */
 	c.rest_misses_wake = 3;
 	t = pt_now_ms();
-	assert_null(pt_context_rest(&c, t, 5, UINT64_MAX, 0, -1));
-	assert_null(pt_context_rest(&c, t + 1000, 5 + PT_REST_MISSES, UINT64_MAX, 0, -1));
-	assert_null(pt_context_rest(&c, t + 2000, 5 + 2 * PT_REST_MISSES, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t, 5, 0, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 1000, 5 + PT_REST_MISSES, 0, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + 2000, 5 + 2 * PT_REST_MISSES, 0, UINT64_MAX, 0, -1));
 	assert_int_equal(c.rest_streak, PT_REST_PERIODS);
-	assert_null(pt_context_rest(&c, t + PT_REST_WINDOW_MS + 1, 500, UINT64_MAX, 0, -1));
+	assert_null(pt_context_rest(&c, t + PT_REST_WINDOW_MS + 1, 500, 0, UINT64_MAX, 0, -1));
 	assert_int_equal(c.rest_until_ms, 0);
 	assert_int_equal(c.n_rest_set, 1);
 	/* Idle again (a wake that was only its timers): the offload pages out chunk 0 only. */
@@ -1734,6 +1734,66 @@ static void test_wake_rest(void **state)
 	assert_int_equal(c.wake_set[0].r[0].start, base);
 	assert_int_equal(c.wake_set[0].r[0].len, 4 * chunk);
 	assert_int_equal(c.wake_set[0].r[1].len, 9 * chunk);
+	pt_context_release(&c);
+}
+
+/*
+ * Demand reads too few for the rest's share, but costly: two periods in a row in which the
+ * container waited for memory PT_REST_STALL_PCT of the time or more restore the rest; a
+ * stall under that share, or one without demand reads, does not.
+ */
+static void test_wake_rest_when_waiting(void **state)
+{
+	const uint64_t base = 0x7f0000000000ULL, chunk = 1ULL << 16;
+	const uint64_t light = PT_REST_PERIOD_MS * 1000 * PT_REST_STALL_PCT / 100 / 2;
+	const uint64_t heavy = 3 * light;
+	uint64_t t = pt_now_ms(), m = 100, stall = 5000000;
+	struct pt_context c;
+	struct pt_action *a;
+
+	(void)state;
+	active_ctx(&c, "postgres");
+	assert_int_equal(pt_hot_init(&c.hot, 16, 1 << 12), 0);
+	c.hot_ok = true;
+	c.busy_scans = PT_WAKE_RECENT_EPOCHS;
+	c.hot.pids[0] = 100;
+	c.hot.starts[0] = 7;
+	c.hot.wake_set = calloc(1, sizeof(*c.hot.wake_set));
+	assert_non_null(c.hot.wake_set);
+	c.hot.wake_set[0] = pt_hot_chunk_id(&c.hot, 0, base);
+	c.hot.n_wake_set = 1;
+	c.wake_set = offload_set(base, 32);
+	c.n_wake_set = 1;
+	a = pt_context_prefetch(&c, 0, -1);
+	assert_non_null(a);
+	a->bytes = (int64_t)chunk;
+	pt_context_apply(&c, a);
+	assert_int_equal(c.n_rest_set, 1);	/* chunks 1-31: 496 pages, an eighth is 62 */
+	c.rest_misses_wake = m;
+
+	assert_null(pt_context_rest(&c, t, m, stall, UINT64_MAX, 0, -1));
+	/* Waiting 5% of the time, a read a period over PT_REST_MISSES: not enough. */
+	for (int i = 1; i <= 2; i++)
+		assert_null(pt_context_rest(&c, t + (uint64_t)i * 1000, m += PT_REST_MISSES,
+					    stall += light, UINT64_MAX, 0, -1));
+	assert_int_equal(c.rest_streak, 2);
+	assert_int_equal(c.rest_hurt, 0);
+	/* Waiting 15% without demand reads (its own memory.high, say): not the rest's doing. */
+	assert_null(pt_context_rest(&c, t + 3000, m, stall += heavy, UINT64_MAX, 0, -1));
+	assert_int_equal(c.rest_hurt, 0);
+	/* Demand reads, and waiting 15% of the time: one period is not enough, two are. */
+	assert_null(pt_context_rest(&c, t + 4000, m += PT_REST_MISSES, stall += heavy,
+				    UINT64_MAX, 0, -1));
+	assert_int_equal(c.rest_hurt, 1);
+	a = pt_context_rest(&c, t + 5000, m += PT_REST_MISSES, stall += heavy, UINT64_MAX, 0, -1);
+	assert_non_null(a);
+	assert_true(a->rest);
+	assert_true((m - c.rest_misses_wake) * PT_REST_SHARE < 496);	/* the share alone: no */
+	assert_int_equal(a->budget, 31 * chunk);
+	assert_int_equal(c.n_rest_set, 0);
+	a->bytes = (int64_t)(31 * chunk);
+	pt_context_apply(&c, a);
+	assert_int_equal(c.n_rests, 1);
 	pt_context_release(&c);
 }
 
@@ -1895,6 +1955,7 @@ int main(void)
 		cmocka_unit_test(test_active_stray_trims_are_paced),
 		cmocka_unit_test(test_wake_set_needs_busy_scans),
 		cmocka_unit_test(test_wake_rest),
+		cmocka_unit_test(test_wake_rest_when_waiting),
 		cmocka_unit_test(test_wake_drops_an_interrupted_offload),
 		cmocka_unit_test(test_settle_leaves_the_idle_working_set),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
