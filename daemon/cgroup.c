@@ -37,55 +37,57 @@ ssize_t pt_read_file(const char *path, char *buf, size_t size)
 	return total;
 }
 
-int pt_flat_keyed_get(const char *text, const char *key, uint64_t *out)
+/* The line of @text that begins with @key and a space, or NULL. */
+static const char *keyed_line(const char *text, const char *key)
 {
 	size_t klen = strlen(key);
 	const char *p = text;
 
 	while (p && *p) {
-		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
-			char *end;
-			unsigned long long v;
-
-			errno = 0;
-			v = strtoull(p + klen + 1, &end, 10);
-			if (errno || end == p + klen + 1)
-				return -EINVAL;
-			*out = v;
-			return 0;
-		}
+		if (strncmp(p, key, klen) == 0 && p[klen] == ' ')
+			return p;
 		p = strchr(p, '\n');
 		if (p)
 			p++;
 	}
-	return -ENOENT;
+	return NULL;
+}
+
+int pt_flat_keyed_get(const char *text, const char *key, uint64_t *out)
+{
+	const char *p = keyed_line(text, key), *v0;
+	char *end;
+	unsigned long long v;
+
+	if (!p)
+		return -ENOENT;
+	v0 = p + strlen(key) + 1;
+	errno = 0;
+	v = strtoull(v0, &end, 10);
+	if (errno || end == v0)
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 int pt_psi_some_total(const char *text, uint64_t *out)
 {
-	const char *p = text;
+	const char *p = keyed_line(text, "some"), *t, *eol;
+	char *end;
+	unsigned long long v;
 
-	while (p && *p) {
-		if (!strncmp(p, "some ", 5)) {
-			const char *t = strstr(p, " total=");
-			const char *eol = strchr(p, '\n');
-			char *end;
-			unsigned long long v;
-
-			if (!t || (eol && t > eol))
-				return -EINVAL;
-			errno = 0;
-			v = strtoull(t + 7, &end, 10);
-			if (errno || end == t + 7 || (*end && *end != '\n' && *end != ' '))
-				return -EINVAL;
-			*out = v;
-			return 0;
-		}
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	return -ENOENT;
+	if (!p)
+		return -ENOENT;
+	t = strstr(p, " total=");
+	eol = strchr(p, '\n');
+	if (!t || (eol && t > eol))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(t + 7, &end, 10);
+	if (errno || end == t + 7 || (*end && *end != '\n' && *end != ' '))
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 int pt_cgroup_memory_stall_us(const char *dir, uint64_t *out)
