@@ -1614,6 +1614,19 @@ static struct pt_proc_ranges *offload_set(uint64_t base, uint64_t chunks)
 	return set;
 }
 
+/* An active context whose model knows one process and has room for @n wake-set chunks. */
+static void rest_ctx(struct pt_context *c, const char *name, size_t n)
+{
+	active_ctx(c, name);
+	assert_int_equal(pt_hot_init(&c->hot, 16, 1 << 12), 0);
+	c->hot_ok = true;
+	c->busy_scans = PT_WAKE_RECENT_EPOCHS;
+	c->hot.pids[0] = 100;
+	c->hot.starts[0] = 7;
+	c->hot.wake_set = calloc(n, sizeof(*c->hot.wake_set));
+	assert_non_null(c->hot.wake_set);
+}
+
 /*
  * The rest of a wake: the wake's prefetch takes the model's set; what else the idle offload
  * paged out comes back once PT_REST_MISSES demand reads after that prefetch ask for it,
@@ -1627,15 +1640,7 @@ static void test_wake_rest(void **state)
 	struct pt_action *a;
 
 	(void)state;
-	active_ctx(&c, "pyweb");
-	assert_int_equal(pt_hot_init(&c.hot, 16, 1 << 12), 0);
-	c.hot_ok = true;
-	c.busy_scans = PT_WAKE_RECENT_EPOCHS;
-	c.hot.pids[0] = 100;
-	c.hot.starts[0] = 7;
-	/* The model saw chunks 3 and 4 of 16 used; the offload paged out all 16. */
-	c.hot.wake_set = calloc(2, sizeof(*c.hot.wake_set));
-	assert_non_null(c.hot.wake_set);
+	rest_ctx(&c, "pyweb", 2);	/* the model saw chunks 3 and 4 of 16 used; the offload paged out all 16 */
 	c.hot.wake_set[0] = pt_hot_chunk_id(&c.hot, 0, base + 4 * chunk);
 	c.hot.wake_set[1] = pt_hot_chunk_id(&c.hot, 0, base + 3 * chunk);
 	c.hot.n_wake_set = 2;
@@ -1752,14 +1757,7 @@ static void test_wake_rest_when_waiting(void **state)
 	struct pt_action *a;
 
 	(void)state;
-	active_ctx(&c, "postgres");
-	assert_int_equal(pt_hot_init(&c.hot, 16, 1 << 12), 0);
-	c.hot_ok = true;
-	c.busy_scans = PT_WAKE_RECENT_EPOCHS;
-	c.hot.pids[0] = 100;
-	c.hot.starts[0] = 7;
-	c.hot.wake_set = calloc(1, sizeof(*c.hot.wake_set));
-	assert_non_null(c.hot.wake_set);
+	rest_ctx(&c, "postgres", 1);
 	c.hot.wake_set[0] = pt_hot_chunk_id(&c.hot, 0, base);
 	c.hot.n_wake_set = 1;
 	c.wake_set = offload_set(base, 32);
