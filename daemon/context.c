@@ -1249,6 +1249,14 @@ struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t
 		ctx->rest_streak = misses >= ctx->rest_misses0 + PT_REST_MISSES ?
 				   ctx->rest_streak + 1 : 0;
 		ctx->rest_hurt = hurt && ctx->rest_streak ? ctx->rest_hurt + 1 : 0;
+		pt_debug("%s: wake: %llu demand reads in %llu ms past its prefetch, waited %llu ms for memory (%u in a row, %u waiting); %llu since the wake, of the rest's %llu pages",
+			 ctx->policy.name,
+			 (unsigned long long)(misses > ctx->rest_misses0 ? misses - ctx->rest_misses0 : 0),
+			 (unsigned long long)(now - ctx->rest_period_ms),
+			 (unsigned long long)(waited / 1000), ctx->rest_streak, ctx->rest_hurt,
+			 (unsigned long long)(misses >= ctx->rest_misses_wake ?
+					      misses - ctx->rest_misses_wake : 0),
+			 (unsigned long long)rest_pages(ctx));
 		ctx->rest_misses0 = misses;
 		ctx->rest_stall0 = stall_us;
 		ctx->rest_period_ms = now;

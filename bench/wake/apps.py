@@ -163,7 +163,8 @@ class Daemon:
         os.makedirs(os.path.join(self.conf, "containers.d"), exist_ok=True)
         self.runtime = os.path.join(self.conf, "run")
         with open(os.path.join(self.conf, "pagetierd.conf"), "w") as f:
-            f.write(f"[daemon]\nruntime_dir = {self.runtime}\n")
+            f.write(f"[daemon]\nruntime_dir = {self.runtime}\n"
+                    f"log_level = {os.environ.get('PAGETIERD_LOG_LEVEL', 'info')}\n")
             if prefetch_rate:
                 f.write(f"prefetch_rate = {prefetch_rate // MIB}M\n")
         with open(os.path.join(self.conf, "containers.d", "bench.conf"), "w") as f:

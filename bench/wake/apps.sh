@@ -7,10 +7,11 @@
 #                          WORKLOADS, MODES, RATE, WINDOW_S, REDIS_ITEMS (see apps.py)
 #                          PT_KMOD_PARAMS: pagetier.ko's parameters (e.g. staging_mib=256)
 #                          WAKE_TRACE=1: perf sched record of each pagetierd wake, a diagnosis
+#                          PAGETIERD_LOG_LEVEL=debug: pagetierd's log (pagetierd-NAME.log) in detail
 set -u
 . "$(dirname "$0")/../../tests/vm/lib.sh"
 out=${WAKE_OUT:-$PT_TOP/build/bench/wake-apps}
-pass=(WORKLOADS MODES RATE WINDOW_S REDIS_ITEMS PYWEB_ITEMS WAKE_TRACE)
+pass=(WORKLOADS MODES RATE WINDOW_S REDIS_ITEMS PYWEB_ITEMS WAKE_TRACE PAGETIERD_LOG_LEVEL)
 base=$PT_DRIVE_OPTS
 mkdir -p "$out"
 rc=0
