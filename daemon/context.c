@@ -1311,6 +1311,7 @@ struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t
 	}
 	a->n_set = n;
 	a->rest = true;
+	a->rest_waited = ctx->rest_hurt >= PT_REST_PERIODS;
 	a->rate = rate;
 	/* Its reads queue behind the application's as the wake's did (run_prefetch()). */
 	a->kmod_fd = kmod_fd;
@@ -1318,7 +1319,7 @@ struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t
 	ctx->rest_until_ms = 0;
 	pt_info("%s: wake: %u s of demand reads past its prefetch%s: restoring the rest the idle offload paged out (%llu MiB%s)",
 		ctx->policy.name, ctx->rest_streak * PT_REST_PERIOD_MS / 1000,
-		ctx->rest_hurt >= PT_REST_PERIODS ? ", waiting for memory" : "",
+		a->rest_waited ? ", waiting for memory" : "",
 		(unsigned long long)(a->budget >> 20),
 		kept ? ", as much as the host has room for" : "");
 	return a;

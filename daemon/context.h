@@ -58,6 +58,7 @@ struct pt_action {
 	uint64_t resident_after;	/* settle */
 	uint64_t tier_planned;		/* prefetch: bytes the tiers stage ahead of WILLNEED */
 	bool rest;			/* prefetch: the rest of a wake (pt_context_rest()) */
+	bool rest_waited;		/* ... asked for by the container's wait for memory */
 	uint64_t unsettled;		/* prefetch: the interrupted offload's bytes to drop */
 	uint64_t drop_ms;		/* prefetch: how long that drop took */
 	/* scan: in */

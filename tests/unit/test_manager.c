@@ -1677,6 +1677,7 @@ static void test_wake_rest(void **state)
 	a = pt_context_rest(&c, t + 4100, 130, 0, 5 * chunk, 0, -1);
 	assert_non_null(a);
 	assert_true(a->rest);
+	assert_false(a->rest_waited);	/* the share's: speculative, in the background pool */
 	assert_int_equal(a->kind, PT_JOB_PREFETCH);
 	/* As far as the room goes, in address order: chunks 0-2, then 5-6; 7-15 stay. */
 	assert_int_equal(a->budget, 5 * chunk);
@@ -1786,6 +1787,7 @@ static void test_wake_rest_when_waiting(void **state)
 	a = pt_context_rest(&c, t + 5000, m += PT_REST_MISSES, stall += heavy, UINT64_MAX, 0, -1);
 	assert_non_null(a);
 	assert_true(a->rest);
+	assert_true(a->rest_waited);	/* runs as the wake's prefetch, not in the background */
 	assert_true((m - c.rest_misses_wake) * PT_REST_SHARE < 496);	/* the share alone: no */
 	assert_int_equal(a->budget, 31 * chunk);
 	assert_int_equal(c.n_rest_set, 0);
