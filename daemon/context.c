@@ -928,9 +928,15 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate)
 			a->n_keep = 0;
 	}
 	free(keep);
-	/* The model's wake set: what it used when it last worked, plus what refaulted. */
+	/*
+	 * The model's wake set: what it used when it last worked, plus what refaulted; after
+	 * a busy period of its own background (PostgreSQL's processes, redis's timers right
+	 * after an idle offload), plus the set before it (bench/wake: PostgreSQL's client
+	 * wake found 4 MiB there, its timers' work, where the set before held 27).
+	 */
 	if (ctx->hot_ok)
-		pt_hot_record_wake_set(&ctx->hot, ctx->busy_epoch, PT_WAKE_RECENT_EPOCHS);
+		pt_hot_record_wake_set(&ctx->hot, ctx->busy_epoch, PT_WAKE_RECENT_EPOCHS,
+				       pt_idle_busy_was_background(&ctx->idle));
 	return a;
 }
 

@@ -403,36 +403,61 @@ static int accessed_between(const struct pt_hot *h, uint64_t from, uint64_t to,
 	return (int)found;
 }
 
-int pt_hot_record_wake_set(struct pt_hot *h, uint64_t busy_epoch, uint32_t recent_epochs)
+/*
+ * Appends @id to @set (of *@found) unless @seen has it; in use while quiet (resident and
+ * accessed after @busy_epoch) it stays resident, nothing to prefetch. With @known, only a
+ * chunk the model still has. 0 or -ENOMEM.
+ */
+static int add_to_wake_set(const struct pt_hot *h, uint64_t *set, size_t *found,
+			   struct pt_idset *seen, uint64_t id, uint64_t busy_epoch, bool known)
+{
+	struct pt_mq_chunk info;
+	int rc;
+
+	if (pt_mq_lookup(h->mq, id, &info) == 0) {
+		if (info.where == PT_MQ_RESIDENT && info.last_access > busy_epoch)
+			return 0;
+	} else if (known) {
+		return 0;
+	}
+	rc = pt_idset_add(seen, id);
+	if (rc > 0)
+		set[(*found)++] = id;
+	return rc < 0 ? rc : 0;
+}
+
+int pt_hot_record_wake_set(struct pt_hot *h, uint64_t busy_epoch, uint32_t recent_epochs,
+			   bool keep_previous)
 {
 	uint64_t from = busy_epoch > recent_epochs ? busy_epoch - recent_epochs : 0, *set;
-	int n;
-	size_t found;
+	size_t extra = h->refaulted.n + (keep_previous ? h->n_wake_set : 0), found;
+	struct pt_idset seen = { 0 };
+	int n, rc = 0;
 
 	/* Going idle again ends the measuring window of the previous wake. */
 	if (h->window_left)
 		end_window(h);
-	n = accessed_between(h, from, busy_epoch, 2, h->refaulted.n, &set);
+	n = accessed_between(h, from, busy_epoch, 2, extra, &set);
 	if (n < 0)
 		return n;
 	found = (size_t)n;
+	for (size_t i = 0; i < found && !rc; i++)
+		rc = pt_idset_add(&seen, set[i]) < 0 ? -ENOMEM : 0;
 	/* Refaulted since the last wake (the REAP idea): needed, whatever their rank. */
-	for (size_t i = 0; i < h->refaulted.cap; i++) {
-		struct pt_mq_chunk info;
-		uint64_t id;
-		bool dup = false;
-
-		if (!h->refaulted.slots[i])
-			continue;
-		id = h->refaulted.slots[i] - 1;
-		/* Still in use while quiet: it stays resident, nothing to prefetch. */
-		if (pt_mq_lookup(h->mq, id, &info) == 0 && info.where == PT_MQ_RESIDENT &&
-		    info.last_access > busy_epoch)
-			continue;
-		for (size_t j = 0; j < found && !dup; j++)
-			dup = set[j] == id;
-		if (!dup)
-			set[found++] = id;
+	for (size_t i = 0; i < h->refaulted.cap && !rc; i++)
+		if (h->refaulted.slots[i])
+			rc = add_to_wake_set(h, set, &found, &seen, h->refaulted.slots[i] - 1,
+					     busy_epoch, false);
+	/*
+	 * A busy period of the container's own background (its timers, no request) says
+	 * nothing of what its next request needs: the set it replaces goes on, after it.
+	 */
+	for (size_t i = 0; keep_previous && i < h->n_wake_set && !rc; i++)
+		rc = add_to_wake_set(h, set, &found, &seen, h->wake_set[i], busy_epoch, true);
+	pt_idset_free(&seen);
+	if (rc) {
+		free(set);
+		return rc;
 	}
 	free(h->wake_set);
 	h->wake_set = set;

@@ -159,9 +159,12 @@ uint32_t pt_hot_cold_backoff(struct pt_hot *h, uint64_t cold_epochs);
  * hottest first, plus those refaulted since the previous wake. Chunks accessed
  * after @busy_epoch, while it was quiet, are its idle working set: they stay resident
  * (pt_hot_keep_set) and are not in it. Ends the quality window of the previous wake, if it
- * is still open. Returns its size.
+ * is still open. With @keep_previous (the busy period was the container's own background,
+ * no request), the set recorded before stays in it too, after these, where the model still
+ * knows its chunks. Returns its size or -ENOMEM (the set recorded before stays).
  */
-int pt_hot_record_wake_set(struct pt_hot *h, uint64_t busy_epoch, uint32_t recent_epochs);
+int pt_hot_record_wake_set(struct pt_hot *h, uint64_t busy_epoch, uint32_t recent_epochs,
+			   bool keep_previous);
 
 /*
  * The idle working set: resident chunks accessed in epoch @since or later (while it was

@@ -251,6 +251,20 @@ void pt_idle_wake_done(struct pt_idle *t, uint64_t now_ms)
 		t->last_active_ms = now_ms;
 }
 
+bool pt_idle_busy_was_background(const struct pt_idle *t)
+{
+	uint64_t last = 0;
+	bool any = false;
+
+	for (unsigned int i = 0; i < PT_IDLE_PACKET_RING; i++)
+		if (t->pkt_ms[i]) {
+			any = true;
+			if (t->pkt_ms[i] - 1 > last)
+				last = t->pkt_ms[i] - 1;
+		}
+	return any && last < t->woke_at_ms;
+}
+
 const char *pt_state_name(enum pt_state s)
 {
 	switch (s) {

@@ -133,6 +133,12 @@ void pt_idle_quiet_until(struct pt_idle *t, const struct pt_idle_params *p, uint
  * threshold, everything offloaded again 70 ms later).
  */
 void pt_idle_wake_done(struct pt_idle *t, uint64_t now_ms);
+/*
+ * Whether the busy period since the last wake was the container's own background: it has
+ * taken packets before, and none came since @t woke. A server's timers after its idle
+ * offload are such a period; what they touch is no guide to what its next request needs.
+ */
+bool pt_idle_busy_was_background(const struct pt_idle *t);
 const char *pt_state_name(enum pt_state s);
 const char *pt_idle_cause_name(enum pt_idle_cause c);
 

@@ -290,7 +290,7 @@ static void run_models(int n, const struct params *pp, struct model_result *r, b
 			r->cold_found += k > 0 ? k : 0;
 
 			t = now_ns();
-			k = pt_hot_record_wake_set(&s[i].hot, now - 1, WAKE_RECENT);
+			k = pt_hot_record_wake_set(&s[i].hot, now - 1, WAKE_RECENT, false);
 			wake += now_ns() - t;
 			r->wake_chunks += k > 0 ? k : 0;
 			t = now_ns();

@@ -209,7 +209,7 @@ static void test_refault_and_wake_set(void **state)
 		assert_int_equal(e, 2);	/* accessed in epoch E, cold once E + 2 < now: 2 scans */
 	}
 	/* Idle: the wake set is what was used recently, plus the refaulted chunks. */
-	n = pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 30);
+	n = pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 30, false);
 	assert_int_equal(n, 12);
 	{
 		bool has50 = false;
@@ -230,7 +230,7 @@ static void test_precision_recall(void **state)
 	scan_one(&h, 3, all, NULL);
 	scan_one(&h, 3, first_ten, NULL);
 	/* the ten hot chunks of the last epoch */
-	assert_int_equal(pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0), 10);
+	assert_int_equal(pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0, false), 10);
 	pt_hot_evict_all(&h, 0);
 	pt_hot_prefetched(&h, 2);
 	assert_true(h.precision < 0 && h.recall < 0);		/* nothing measured yet */
@@ -264,14 +264,14 @@ static void test_idle_closes_window(void **state)
 	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
 	scan_one(&h, 3, first_ten, NULL);
 	/* Used in one epoch only (a bulk load): not worth prefetching. */
-	assert_int_equal(pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0), 0);
+	assert_int_equal(pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0, false), 0);
 	scan_one(&h, 3, first_ten, NULL);
-	assert_int_equal(pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0), 10);
+	assert_int_equal(pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0, false), 10);
 	pt_hot_evict_all(&h, 0);
 	pt_hot_prefetched(&h, 10);
 	scan_one(&h, 3, first_ten, NULL);		/* one epoch of the ten */
 	assert_true(h.precision < 0);
-	pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0);	/* idle again: measured so far */
+	pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 0, false);	/* idle again: measured so far */
 	assert_true(h.precision > 0.999 && h.recall > 0.999);
 	assert_int_equal(h.unused_prefetched, 0);
 	pt_hot_free(&h);
@@ -353,7 +353,7 @@ static void test_keep_set_and_wake_set(void **state)
 	}
 	free(keep);
 	/* The wake set: the serving chunks; the timers' stay resident and are not in it. */
-	n = pt_hot_record_wake_set(&h, busy, 0);
+	n = pt_hot_record_wake_set(&h, busy, 0, false);
 	assert_int_equal(n, 10);
 	for (size_t i = 0; i < h.n_wake_set; i++) {
 		int slot;
@@ -371,6 +371,59 @@ static void test_keep_set_and_wake_set(void **state)
 	assert_int_equal(pt_hot_keep_set(&h, pt_hot_now(&h), &keep), 0);
 	assert_null(keep);
 	(void)ids;
+	pt_hot_free(&h);
+}
+
+/* Whether chunk @i of the scans is in the recorded wake set. */
+static bool in_wake_set(const struct pt_hot *h, int i)
+{
+	for (size_t k = 0; k < h->n_wake_set; k++)
+		if (h->wake_set[k] == pt_hot_chunk_id(h, 0, BASE + (uint64_t)i * CHUNK))
+			return true;
+	return false;
+}
+
+/*
+ * A busy period of the container's own background (timers after its idle offload) adds
+ * to the wake set; one of requests replaces it.
+ */
+static void test_background_busy_keeps_wake_set(void **state)
+{
+	struct pt_hot h;
+	uint64_t busy;
+	int from = 40, c45 = 45;
+
+	(void)state;
+	assert_int_equal(pt_hot_init(&h, PT_HOT_DEF_CHUNK_SHIFT, 1 << 16), 0);
+	scan_one(&h, 6, all, NULL);
+	scan_one(&h, 6, window_of_ten, &from);		/* serving chunks 40-49 */
+	scan_one(&h, 6, window_of_ten, &from);
+	assert_int_equal(pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 1, false), 10);
+	pt_hot_evict_all(&h, pt_hot_now(&h));
+	/* Its timers wake it and touch 0-2 for two epochs; idle again. */
+	scan_one(&h, 6, first_three, NULL);
+	scan_one(&h, 6, first_three, NULL);
+	busy = pt_hot_now(&h) - 1;
+	/* Background: the timers' chunks first, then the set before. */
+	assert_int_equal(pt_hot_record_wake_set(&h, busy, 1, true), 13);
+	for (size_t k = 0; k < 3; k++) {
+		int slot;
+		uint64_t addr;
+
+		pt_hot_chunk_addr(&h, h.wake_set[k], &slot, &addr);
+		assert_true(addr < BASE + 3 * CHUNK);
+	}
+	for (int i = 40; i < 50; i++)
+		assert_true(in_wake_set(&h, i));
+	/* Recorded again: no chunk twice. */
+	assert_int_equal(pt_hot_record_wake_set(&h, busy, 1, true), 13);
+	/* One of them used while quiet since: it stays resident, out of the set. */
+	scan_one(&h, 6, only, &c45);
+	assert_int_equal(pt_hot_record_wake_set(&h, busy, 1, true), 12);
+	assert_false(in_wake_set(&h, 45));
+	/* Requests: the set is what they used; the one before is gone. */
+	assert_int_equal(pt_hot_record_wake_set(&h, busy, 1, false), 3);
+	assert_false(in_wake_set(&h, 40));
 	pt_hot_free(&h);
 }
 
@@ -819,6 +872,7 @@ int main(void)
 		cmocka_unit_test(test_idle_closes_window),
 		cmocka_unit_test(test_fresh_accesses),
 		cmocka_unit_test(test_keep_set_and_wake_set),
+		cmocka_unit_test(test_background_busy_keeps_wake_set),
 		cmocka_unit_test(test_cold_by_last_access),
 		cmocka_unit_test(test_backoff_on_refaults),
 		cmocka_unit_test(test_reused_pid_is_another_process),

@@ -246,6 +246,35 @@ static void test_memory_spread(void **state)
 	assert_int_equal(t.state, PT_STATE_ACTIVE);
 }
 
+/* A busy period without packets, of a context that takes them, is its own background. */
+static void test_busy_was_background(void **state)
+{
+	struct pt_idle t;
+	uint64_t usage = 0;
+
+	(void)state;
+	pt_idle_init(&t, 0);
+	pt_idle_cpu(&t, &P, usage, 0);
+	/* Never a packet: a batch job, whose every busy period is its work. */
+	assert_int_equal(run_cpu(&t, &P, &usage, 100, 3000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	assert_int_equal(pt_idle_refault(&t, &P, 64, 3100), PT_EV_WOKE);
+	pt_idle_wake_done(&t, 3100);
+	assert_false(pt_idle_busy_was_background(&t));
+	/* A server: woken by its client's packet. */
+	assert_int_equal(run_cpu(&t, &P, &usage, 3200, 6000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	assert_int_equal(pt_idle_packet(&t, &P, 6050), PT_EV_WOKE);
+	pt_idle_wake_done(&t, 6050);
+	assert_false(pt_idle_busy_was_background(&t));
+	/* Its timers after the idle offload: swap-ins, no packet. */
+	assert_int_equal(run_cpu(&t, &P, &usage, 6100, 9000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	assert_int_equal(pt_idle_refault(&t, &P, 64, 9050), PT_EV_WOKE);
+	pt_idle_wake_done(&t, 9050);
+	assert_true(pt_idle_busy_was_background(&t));
+	/* A request in that busy period makes it work. */
+	assert_int_equal(pt_idle_packet(&t, &P, 9500), PT_EV_NONE);
+	assert_false(pt_idle_busy_was_background(&t));
+}
+
 static void test_refaults_wake_only_beyond_a_trickle(void **state)
 {
 	struct pt_idle t;
@@ -315,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_recreated_cgroup_is_activity),
 		cmocka_unit_test(test_quiet_counts_from_the_wake_done),
 		cmocka_unit_test(test_packets),
+		cmocka_unit_test(test_busy_was_background),
 		cmocka_unit_test(test_memory_spread),
 		cmocka_unit_test(test_refaults_wake_only_beyond_a_trickle),
 		cmocka_unit_test(test_poke_and_rebase),
