@@ -1253,6 +1253,40 @@ static void woken_ctx(struct pt_context *c, const char *name, uint64_t woke, uin
 }
 
 /*
+ * The mapped files an idle offload found resident are read ahead at the wake by a forked
+ * child, which costs a copy of the daemon's page tables: a small file set (a binary's
+ * pages) is left to the kernel's read-around; 1 MiB or more is kept.
+ */
+static void test_small_file_set_not_read_ahead(void **state)
+{
+	static const uint64_t sizes[] = { 512ULL << 10, 1ULL << 20, 32ULL << 20 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct pt_context c;
+		struct pt_action *a;
+
+		woken_ctx(&c, "sleeper", 1000, 1000, 8, 0);
+		c.hot_ok = false;
+		c.policy.prefetch = true;
+		c.idle.state = PT_STATE_IDLE;
+		a = pt_context_offload(&c, 0);
+		assert_non_null(a);
+		a->files = calloc(1, sizeof(*a->files));
+		assert_non_null(a->files);
+		a->files[0].pid = 42;
+		a->files[0].r = calloc(1, sizeof(*a->files[0].r));
+		assert_non_null(a->files[0].r);
+		a->files[0].r[0] = (struct pt_range){ .start = 0x400000, .len = sizes[i] };
+		a->files[0].n = a->files[0].cap = 1;
+		a->n_files = 1;
+		pt_context_apply(&c, a);
+		assert_int_equal(c.n_file_set, sizes[i] >= (1ULL << 20) ? 1 : 0);
+		pt_context_release(&c);
+	}
+}
+
+/*
  * A wake whose container is still reading its memory back when the window ends (a large
  * one, a slow drive): what it has not mapped yet stays while it keeps mapping more, counted
  * from the prefetch's end, not the wake; it goes once the reading stops.
@@ -1933,6 +1967,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_quiet_contexts_follow_events, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_safety_sample_reads_memory_stat_only_when_something_moved,
 						setup, teardown),
+		cmocka_unit_test(test_small_file_set_not_read_ahead),
 		cmocka_unit_test(test_trim_waits_while_the_prefetch_is_read),
 		cmocka_unit_test_setup_teardown(test_a_quiet_containers_burst_is_seen, setup,
 						teardown),
