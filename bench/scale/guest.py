@@ -289,6 +289,43 @@ def setup_swap(scanner):
     return dev
 
 
+# The tier's counters worth a window's difference (tier_stat, read_stat: kmod/tier.c).
+TIER_STATS = {"tier_stat": ("cgroups", "cgroup_evictions", "cgroup_evicted_pages"),
+              "read_stat": ("demand_read_pages", "staging_hits", "staging_misses",
+                            "prefetch_bytes")}
+TIER_COLUMNS = {
+    "tier_stat": ("pages_stored", "bytes_written", "bytes_read", "write_ios", "read_ios",
+                  "discard_pages", "read_errors", "write_errors", "cgroups",
+                  "cgroup_overflows", "cgroup_evictions", "cgroup_evicted_pages"),
+    "read_stat": ("demand_reads", "demand_read_pages", "demand_read_ns", "staging_hits",
+                  "staging_misses", "staged_pages", "prefetch_bytes", "prefetch_ios",
+                  "prefetch_errors", "staging_evicted", "staging_expired",
+                  "staging_dropped", "zero_pages", "staging_max", "prefetch_preempted")}
+
+
+def parse_tier_stat(f, text):
+    """The counters of TIER_STATS[f] in the text of the tier's sysfs file f."""
+    cols = dict(zip(TIER_COLUMNS[f], (int(v) for v in text.split())))
+    return {k: cols[k] for k in TIER_STATS[f] if k in cols}
+
+
+def tier_sample(swapdev):
+    """The tier's counters (TIER_STATS) now; {} without the module's tier."""
+    name = os.path.basename(swapdev or "")
+    out = {}
+    for f in TIER_STATS:
+        try:
+            out.update(parse_tier_stat(f, read(f"/sys/block/{name}/{f}")))
+        except OSError:
+            return {}
+    return out
+
+
+def tier_window(a, b):
+    """Counters' growth over a window; 'cgroups' as it is at the end."""
+    return {k: (b[k] if k == "cgroups" else b[k] - a.get(k, 0)) for k in b}
+
+
 def calibrate():
     r = run([MICRO, "--calibrate"])
     try:
@@ -626,7 +663,7 @@ def probe_rounds(cts, tail, rounds, idle_s, log_prefix):
     return out
 
 
-def run_share(cts, n, share, scanner, work, out, cfg, t_begin):
+def run_share(cts, n, share, scanner, work, out, cfg, t_begin, swapdev):
     k, active, _ = plan(n, share, cfg["probes"])
     cts.set_periodic(active)
     tag = f"{scanner}-n{n}-s{share}"
@@ -654,6 +691,7 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin):
 
         # Window A: steady state.
         ma = metrics_sample()
+        ta = tier_sample(swapdev)
         a = proc_sample(d.pid)
         wakes0 = len(tail.of("wake"))
         end = time.monotonic() + cfg["measure_s"]
@@ -667,6 +705,7 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin):
         tail.poll()
         res["cpu"] = cpu_window(a, b)
         res["did"] = counters_window(ma, metrics_sample())
+        res["tier"] = tier_window(ta, tier_sample(swapdev))
         res["rss_kib"] = b["status"].get("VmRSS")
         res["hwm_kib"] = b["status"].get("VmHWM")
         res["rss_anon_kib"] = b["status"].get("RssAnon")
@@ -678,6 +717,7 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin):
             f"{res['cpu']['window_s']} s; main thread {res['cpu']['main_thread_pct']}%), "
             f"RSS {res['rss_kib'] // 1024} MiB, {res['wakes_in_window']} wakes seen; "
             f"guest {res['cpu']['guest_busy_pct']}% busy; did {res['did']}; "
+            f"the tier: {res['tier']}; "
             f"sampled each poll at the end: {res['polled']}")
 
         # Window B: the probes.
@@ -826,7 +866,7 @@ def main():
                 log(f"== [{k}/{total}] {scanner} N={n} share={share}% (elapsed "
                     f"{(t_run - t_begin) / 60:.0f} min, about {left / 60:.0f} min left)")
                 try:
-                    r = run_share(cts, n, share, scanner, work, out, cfg, t_begin)
+                    r = run_share(cts, n, share, scanner, work, out, cfg, t_begin, swapdev)
                 except (RuntimeError, OSError) as e:
                     failed = True
                     r = {"n": n, "share_pct": share, "scanner": scanner, "error": str(e)}

@@ -18,6 +18,20 @@ STAT = ("4242 (pagetierd x)) S 1 4242 4242 0 -1 4194560 1234 0 5 0 "
         "0 0 0 0 0 17 1 0 0 0 0 0\n")
 
 
+class Tier(unittest.TestCase):
+    def test_tier_counters_and_their_window(self):
+        a = G.parse_tier_stat("tier_stat", "     100 4096 0 1 0 0 0 0 1024 0 5 640\n")
+        self.assertEqual(a, {"cgroups": 1024, "cgroup_evictions": 5,
+                             "cgroup_evicted_pages": 640})
+        a.update(G.parse_tier_stat("read_stat", "1 8 9 3 5 0 4096 1 0 0 0 0 0 16384 2\n"))
+        self.assertEqual(a["staging_misses"], 5)
+        self.assertEqual(a["prefetch_bytes"], 4096)
+        b = dict(a, cgroups=1000, cgroup_evictions=905, staging_misses=7)
+        w = G.tier_window(a, b)
+        self.assertEqual((w["cgroups"], w["cgroup_evictions"], w["staging_misses"],
+                          w["staging_hits"]), (1000, 900, 2, 0))
+
+
 class Proc(unittest.TestCase):
     def test_stat_fields_after_the_last_paren(self):
         s = G.parse_proc_stat(STAT)
