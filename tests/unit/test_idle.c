@@ -39,6 +39,14 @@ static enum pt_idle_event run_cpu(struct pt_idle *t, const struct pt_idle_params
 	return last;
 }
 
+/* A new context, its CPU usage from @usage, quiet from the start: idle at 3000 ms. */
+static void quiet_until_idle(struct pt_idle *t, uint64_t *usage)
+{
+	pt_idle_init(t, 0);
+	pt_idle_cpu(t, &P, *usage, 0);
+	assert_int_equal(run_cpu(t, &P, usage, 100, 3000, 100, 0, NULL), PT_EV_WENT_IDLE);
+}
+
 static void test_goes_idle_after_threshold(void **state)
 {
 	struct pt_idle t;
@@ -163,9 +171,7 @@ static void test_recreated_cgroup_is_activity(void **state)
 	uint64_t usage = 1000000;
 
 	(void)state;
-	pt_idle_init(&t, 0);
-	pt_idle_cpu(&t, &P, usage, 0);
-	assert_int_equal(run_cpu(&t, &P, &usage, 100, 3000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	quiet_until_idle(&t, &usage);
 	assert_int_equal(pt_idle_cpu(&t, &P, 10, 3100), PT_EV_WOKE);
 }
 
@@ -253,10 +259,8 @@ static void test_busy_was_background(void **state)
 	uint64_t usage = 0;
 
 	(void)state;
-	pt_idle_init(&t, 0);
-	pt_idle_cpu(&t, &P, usage, 0);
 	/* Never a packet: a batch job, whose every busy period is its work. */
-	assert_int_equal(run_cpu(&t, &P, &usage, 100, 3000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	quiet_until_idle(&t, &usage);
 	assert_int_equal(pt_idle_refault(&t, &P, 64, 3100), PT_EV_WOKE);
 	pt_idle_wake_done(&t, 3100);
 	assert_false(pt_idle_busy_was_background(&t));
@@ -303,9 +307,7 @@ static void test_poke_and_rebase(void **state)
 	uint64_t usage = 0;
 
 	(void)state;
-	pt_idle_init(&t, 0);
-	pt_idle_cpu(&t, &P, usage, 0);
-	assert_int_equal(run_cpu(&t, &P, &usage, 100, 3000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	quiet_until_idle(&t, &usage);
 	/* A malloc_trim the daemon asked for: its CPU is not a wake. */
 	usage += 200000;
 	pt_idle_rebase(&t, usage, 3100);
