@@ -132,6 +132,19 @@ def since_idle(log):
     return log[at:] if at >= 0 else ""
 
 
+def after_kill(tier, cgid):
+    """What swap, the tier and the container's memory hold, for the record after a kill."""
+    with open("/proc/vmstat") as f:
+        v = dict(l.split() for l in f.read().splitlines())
+    st = dict(l.split(" ", 1) for l in
+              e2elib.cg_read(NAME, "memory.stat", PARENT).splitlines())
+    return {"t": round(time.monotonic(), 2), "swap": mib(u64("memory.swap.current")),
+            "stored": mib(tier_cgroup_stats().get(cgid, {}).get("pages_stored", 0) * 4096),
+            "discarded": mib(tier_stat(tier)["discard_pages"] * 4096),
+            **{k: mib(int(st.get(k, 0))) for k in ("anon", "shmem", "swapcached")},
+            **{k: int(v.get(k, 0)) for k in ("pswpin", "pswpout", "thp_collapse_alloc")}}
+
+
 def kill_mid_offload(tap, d, cyc, cgid, tier, start):
     """Waits for this cycle's offload to be under way, then SIGKILLs pagetierd at the
     cycle's point of it. Returns what was seen at the kill, or None."""
@@ -175,10 +188,13 @@ def kill_mid_offload(tap, d, cyc, cgid, tier, start):
     tap.ok(rc == -signal.SIGKILL, f"cycle {cyc + 1}: pagetierd killed -9 mid-offload ({point}), "
            f"{at['after_s']:.1f} s after pages began to arrive on the tier", f"exit {rc}")
     # Whatever the killed process had under way in the kernel is done or abandoned by now.
+    at["trace"] = [after_kill(tier, cgid)]
     time.sleep(1)
+    at["trace"].append(after_kill(tier, cgid))
     tc = tier_cgroup_stats().get(cgid, {})
     at["written"] = tc.get("bytes_written", 0) - start["written"]
     at["tier"] = tc.get("pages_stored", 0) * 4096
+    at["discarded"] = tier_stat(tier)["discard_pages"] * 4096
     m = re.search(r"paged out (\d+) MiB", log)
     phase = (f"MADV_PAGEOUT done ({m.group(1)} MiB paged out), in the memory.reclaim after it"
              if m else "in MADV_PAGEOUT")
@@ -210,17 +226,23 @@ def nothing_lost(tap, cyc, cgid, tier, at, pids):
            f"cgroup.procs {left}, expected {pids}")
     tc = tier_cgroup_stats().get(cgid, {})
     swap, stored = u64("memory.swap.current"), tc.get("pages_stored", 0) * 4096
+    discarded = tier_stat(tier)["discard_pages"] * 4096 - at["discarded"]
+    at["trace"].append(after_kill(tier, cgid))
+    tap.diag(f"cycle {cyc + 1}: at the kill, 1 s later and now:\n" +
+             "\n".join(json.dumps(r) for r in at["trace"]))
     # Swap slots are charged when a page is added to swap, the tier counts it once written:
-    # what was written at the kill is still there, and the tier holds what swap says it has.
-    # swap.current itself may go down, and that loses nothing: seen once, 81.4 MiB at the
-    # kill and 79.4 one second later, 2.0 MiB, one THP's worth of slots, most likely a THP
-    # the killed daemon's MADV_PAGEOUT had added to the swap cache but not written (still
-    # in RAM), its slots given back when the interrupted reclaim put it back. Every byte is
-    # checked at the wake.
-    tap.ok(stored >= at["tier"] and stored + MIB >= swap,
+    # the tier holds what swap says it has, and drops a page only when the kernel discards
+    # its slot. Both may fall after the kill without a loss: the kernel frees the slots of
+    # pages that are in RAM again (swap cache) and discards each cluster that empties. In
+    # the cycle killed a quarter through, swap.current fell some 8 MiB during MADV_PAGEOUT
+    # in most runs, and in one just after the kill (82.9 -> 74.9 MiB, the tier 88.9 -> 82.9
+    # after its discards). Every byte is checked at the wake.
+    tap.ok(stored + discarded >= at["tier"] and stored + MIB >= swap,
            f"cycle {cyc + 1}: swap and the tier keep what the killed daemon offloaded "
-           f"(swap.current {mib(swap)} MiB, tier {mib(stored)} MiB; at the kill "
-           f"{mib(at['swap'])}, {mib(at['tier'])})", json.dumps(tc))
+           f"(swap.current {mib(swap)} MiB, tier {mib(stored)} MiB and {mib(discarded)} "
+           f"MiB discarded since; at the kill swap.current {mib(at['swap'])}, 1 s later the tier "
+           f"{mib(at['tier'])})",
+           json.dumps(tc))
 
 
 def restart(tap, d, cyc, runtime, at):
