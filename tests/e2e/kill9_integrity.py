@@ -232,11 +232,12 @@ def nothing_lost(tap, cyc, cgid, tier, at, pids):
              "\n".join(json.dumps(r) for r in at["trace"]))
     # Swap slots are charged when a page is added to swap, the tier counts it once written:
     # the tier holds what swap says it has, and drops a page only when the kernel discards
-    # its slot. Both may fall after the kill without a loss: the kernel frees the slots of
-    # pages that are in RAM again (swap cache) and discards each cluster that empties. In
-    # the cycle killed a quarter through, swap.current fell some 8 MiB during MADV_PAGEOUT
-    # in most runs, and in one just after the kill (82.9 -> 74.9 MiB, the tier 88.9 -> 82.9
-    # after its discards). Every byte is checked at the wake.
+    # its slot. Both may fall after the kill without a loss: khugepaged collapses a range
+    # whose pages are in RAM and in the swap cache into a huge page and frees their slots,
+    # and swap discards each cluster that empties. Seen in the cycle killed a quarter
+    # through: 1 s after the kill swap.current and swapcached both 8 MiB lower, anon the
+    # same, thp_collapse_alloc up by 4 (8 MiB), the tier 6 MiB lower by discards. Every
+    # byte is checked at the wake.
     tap.ok(stored + discarded >= at["tier"] and stored + MIB >= swap,
            f"cycle {cyc + 1}: swap and the tier keep what the killed daemon offloaded "
            f"(swap.current {mib(swap)} MiB, tier {mib(stored)} MiB and {mib(discarded)} "
