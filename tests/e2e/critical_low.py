@@ -127,6 +127,32 @@ def host_pressure(tap, work, script):
     return c0 - c1, b0 + HOG_MIB - b1, bool(ok)
 
 
+def stop(tap, daemon, logpath, what):
+    """SIGTERM, 20 s to exit with 0. One that does not is reported with where its threads
+    wait (their kernel stacks) and its log, then killed, so that the tests after this one
+    (the module's unload) do not fail behind it."""
+    daemon.terminate()
+    try:
+        rc = daemon.wait(20)
+    except subprocess.TimeoutExpired:
+        rc = None
+        where = []
+        for tid in sorted(os.listdir(f"/proc/{daemon.pid}/task")):
+            t = f"/proc/{daemon.pid}/task/{tid}"
+            try:
+                with open(f"{t}/comm") as f, open(f"{t}/wchan") as w, open(f"{t}/stack") as k:
+                    where.append(f"{tid} {f.read().strip()} in {w.read().strip()}:\n{k.read()}")
+            except OSError as e:
+                where.append(f"{tid}: {e}")
+        with open("/proc/meminfo") as f:
+            mem = "".join(l for l in f if l.split(":")[0] in ("MemFree", "MemAvailable"))
+        tap.diag(f"{what}: pagetierd still runs 20 s after SIGTERM; {mem}" + "\n".join(where) +
+                 "\nits log:\n" + open(logpath).read()[-4000:])
+        daemon.kill()
+        daemon.wait(20)
+    return rc
+
+
 def touched(path, n):
     return lambda: os.path.exists(path) and open(path).read().count("touched") >= n
 
@@ -205,9 +231,9 @@ def main():
                f"{b_lost} MiB of the unprotected neighbour's")
 
         # 3. Stopped: as it was.
-        daemon.terminate()
-        tap.ok(daemon.wait(20) == 0, "pagetierd stops cleanly")
+        rc = stop(tap, daemon, logpath, "stopped")
         daemon = None
+        tap.ok(rc == 0, f"pagetierd stops cleanly (exit {rc})")
         back = {f"{w or 'parent'} {f}": read(w, f) for w in ("", "crit")
                 for f in ("memory.low", "memory.min")}
         tap.ok(all(v == "0" for v in back.values()),
@@ -232,8 +258,7 @@ def main():
         tap.ok(all(v != "0" for v in left.values()) and all(v == "0" for v in back.values()),
                f"after a SIGKILL ({left} left), the next pagetierd puts them back: {back}",
                open(logpath).read())
-        daemon.terminate()
-        daemon.wait(20)
+        stop(tap, daemon, logpath, "at the end")
         daemon = None
     finally:
         for p in [p for p, _ in procs.values()] + [balloon]:
@@ -241,8 +266,7 @@ def main():
                 p.kill()
                 p.wait()
         if daemon:
-            daemon.terminate()
-            daemon.wait(20)
+            stop(tap, daemon, logpath, "after a failure")
         time.sleep(0.5)
         if tier:
             e2elib.destroy_tier(tap, tier)
