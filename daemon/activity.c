@@ -12,13 +12,15 @@ static uint64_t pages_of(uint64_t bytes)
 	return (bytes + 4095) / 4096;
 }
 
-struct pt_signal pt_signal_bpf(uint32_t type, uint32_t flags)
+struct pt_signal pt_signal_bpf(uint32_t type, uint32_t flags, uint64_t time_ns)
 {
+	uint64_t at = time_ns / 1000000;
+
 	switch (type) {
 	case PT_BPF_EV_NET:
-		return (struct pt_signal){ .kind = PT_SIG_PACKET };
+		return (struct pt_signal){ .kind = PT_SIG_PACKET, .at_ms = at };
 	case PT_BPF_EV_SWAPIN:
-		return (struct pt_signal){ .kind = PT_SIG_REFAULT, .pages = 1 };
+		return (struct pt_signal){ .kind = PT_SIG_REFAULT, .pages = 1, .at_ms = at };
 	case PT_BPF_EV_FAULT:
 		/*
 		 * One sampled event stands for 2^flags faults, but most faults are no refault
@@ -27,7 +29,7 @@ struct pt_signal pt_signal_bpf(uint32_t type, uint32_t flags)
 		 * a storm of them (2^flags times more than a storm of swap-ins) wakes.
 		 */
 		(void)flags;
-		return (struct pt_signal){ .kind = PT_SIG_REFAULT, .pages = 1 };
+		return (struct pt_signal){ .kind = PT_SIG_REFAULT, .pages = 1, .at_ms = at };
 	default:
 		return (struct pt_signal){ .kind = PT_SIG_NONE };
 	}
@@ -37,7 +39,8 @@ struct pt_signal pt_signal_tier(const struct pagetier_event *e)
 {
 	if (e->type != PAGETIER_EVENT_DEMAND_READ)
 		return (struct pt_signal){ .kind = PT_SIG_NONE };
-	return (struct pt_signal){ .kind = PT_SIG_REFAULT, .pages = e->pages ? e->pages : 1 };
+	return (struct pt_signal){ .kind = PT_SIG_REFAULT, .pages = e->pages ? e->pages : 1,
+				   .at_ms = e->time_ns / 1000000 };
 }
 
 struct pt_signal pt_signal_preload(const struct pt_preload_event *ev)
@@ -68,6 +71,8 @@ struct pt_signal pt_signal_preload(const struct pt_preload_event *ev)
 enum pt_idle_event pt_idle_signal(struct pt_idle *t, const struct pt_idle_params *p,
 				  struct pt_signal s, uint64_t now_ms)
 {
+	if (s.at_ms && s.at_ms < now_ms)
+		now_ms = s.at_ms;
 	switch (s.kind) {
 	case PT_SIG_PACKET:
 		return pt_idle_packet(t, p, now_ms);

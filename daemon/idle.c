@@ -192,13 +192,17 @@ enum pt_idle_event pt_idle_refault(struct pt_idle *t, const struct pt_idle_param
 	/* While active, refaults are part of its work; the scans see what it touches. */
 	if (t->state != PT_STATE_IDLE)
 		return PT_EV_NONE;
-	if (now_ms - t->refault_win_ms >= PT_IDLE_REFAULT_WINDOW_MS) {
+	if (now_ms >= t->refault_win_ms &&
+	    now_ms - t->refault_win_ms >= PT_IDLE_REFAULT_WINDOW_MS) {
 		t->refault_win_ms = now_ms;
 		t->refault_win_pages = 0;
 	}
 	t->refault_win_pages += pages;
-	if (t->refault_win_pages >= p->wake_pages)
+	if (t->refault_win_pages >= p->wake_pages) {
+		t->woke_refault_pages = t->refault_win_pages;
+		t->woke_refault_span_ms = now_ms > t->refault_win_ms ? now_ms - t->refault_win_ms : 0;
 		return busy(t, PT_CAUSE_REFAULTS, now_ms);
+	}
 	return PT_EV_NONE;
 }
 

@@ -87,6 +87,9 @@ struct pt_idle {
 	unsigned int pkt_head;
 	uint64_t refault_win_ms;	/* start of the current refault window */
 	uint64_t refault_win_pages;
+	/* The refaults of the last wake by refaults: how many, over how long (its log line). */
+	uint64_t woke_refault_pages;
+	uint64_t woke_refault_span_ms;
 };
 
 void pt_idle_init(struct pt_idle *t, uint64_t now_ms);
@@ -108,7 +111,11 @@ enum pt_idle_event pt_idle_packet(struct pt_idle *t, const struct pt_idle_params
  */
 enum pt_idle_event pt_idle_memory(struct pt_idle *t, const struct pt_idle_params *p,
 				  uint64_t touched_bytes, uint64_t fresh_bytes, uint64_t now_ms);
-/* @pages of the context's memory came back from swap or the tier (or faulted). */
+/*
+ * @pages of the context's memory came back from swap or the tier (or faulted), at @now_ms:
+ * when that happened, which may be a little before the daemon reads of it (an event ring
+ * read late); one a little earlier than the window's start counts in that window.
+ */
 enum pt_idle_event pt_idle_refault(struct pt_idle *t, const struct pt_idle_params *p,
 				   uint64_t pages, uint64_t now_ms);
 /* An external wake signal (preload activity, pagetierctl prefetch): wakes at once. */

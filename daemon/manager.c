@@ -234,8 +234,12 @@ static uint64_t demand_misses(const struct pt_context *ctx)
 							    misses;
 }
 
-/* @ctx woke (the idle machine said so): prefetch at once. */
-static void woke(struct pt_manager *m, struct pt_context *ctx, const char *source)
+/*
+ * @ctx woke (the idle machine said so): prefetch at once. @how: what the signal showed,
+ * for the log ("" or ": ...").
+ */
+static void woke(struct pt_manager *m, struct pt_context *ctx, const char *source,
+		 const char *how)
 {
 	ctx->offload_pending = false;
 	/*
@@ -254,16 +258,29 @@ static void woke(struct pt_manager *m, struct pt_context *ctx, const char *sourc
 		pt_debug("%s: its running %s raised to the daemon's priority for its wake",
 			 ctx->policy.name, pt_action_name(ctx->busy_action));
 	ctx->rest_misses_wake = demand_misses(ctx);
-	pt_info("%s: wake detected by %s", ctx->policy.name, source);
+	pt_info("%s: wake detected by %s%s", ctx->policy.name, source, how);
 	snprintf(ctx->wake_source, sizeof(ctx->wake_source), "%s", source);
 	submit(m, pt_context_prefetch(ctx, m->cfg.prefetch_rate, m->prefetch_fd));
 }
 
+/*
+ * A wake by refaults says how many came over how long, and how late the daemon read the
+ * one that decided it: what a wake's detection time went to (bench/scale).
+ */
 static void on_signal(struct pt_manager *m, struct pt_context *ctx, struct pt_signal s,
 		      const char *source)
 {
-	if (pt_idle_signal(&ctx->idle, &ctx->policy.idle, s, pt_now_ms()) == PT_EV_WOKE)
-		woke(m, ctx, source);
+	uint64_t now = pt_now_ms();
+	char how[96] = "";
+
+	if (pt_idle_signal(&ctx->idle, &ctx->policy.idle, s, now) != PT_EV_WOKE)
+		return;
+	if (ctx->idle.cause == PT_CAUSE_REFAULTS)
+		snprintf(how, sizeof(how), ": %llu pages in %llu ms, read %llu ms after the last",
+			 (unsigned long long)ctx->idle.woke_refault_pages,
+			 (unsigned long long)ctx->idle.woke_refault_span_ms,
+			 (unsigned long long)(s.at_ms && s.at_ms < now ? now - s.at_ms : 0));
+	woke(m, ctx, source, how);
 }
 
 /* MemAvailable from meminfo, in bytes; UINT64_MAX when unknown (never acted on). */
@@ -456,7 +473,7 @@ static void count_event(struct pt_manager *m, struct pt_context *ctx)
  * time.
  */
 void pt_manager_bpf_event(struct pt_manager *m, uint64_t cgroup_id, uint32_t type,
-			  uint32_t flags)
+			  uint32_t flags, uint64_t time_ns)
 {
 	struct pt_context *ctx = pt_manager_find(m, cgroup_id);
 
@@ -467,7 +484,7 @@ void pt_manager_bpf_event(struct pt_manager *m, uint64_t cgroup_id, uint32_t typ
 	}
 	ctx->bpf_events[type]++;
 	count_event(m, ctx);
-	on_signal(m, ctx, pt_signal_bpf(type, flags), bpf_source[type]);
+	on_signal(m, ctx, pt_signal_bpf(type, flags, time_ns), bpf_source[type]);
 }
 
 /* A demand read on a tier: swap-ins of the container's pages. */
@@ -791,7 +808,7 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 			}
 		}
 	} else if (ev == PT_EV_WOKE) {
-		woke(m, ctx, "cpu usage");
+		woke(m, ctx, "cpu usage", "");
 	} else if (ctx->idle.state == PT_STATE_IDLE) {
 		struct pt_action *a = pt_context_settle(ctx);
 

@@ -180,9 +180,9 @@ void pt_manager_reload(struct pt_manager *m, struct pt_config *ncfg);
 /* A finished action (from the caller's submit hook) goes back to its context, then frees. */
 void pt_manager_action_done(struct pt_manager *m, struct pt_action *a);
 
-/* Signals. */
+/* Signals. @time_ns: when the BPF event happened (CLOCK_MONOTONIC), 0: now. */
 void pt_manager_bpf_event(struct pt_manager *m, uint64_t cgroup_id, uint32_t type,
-			  uint32_t flags);
+			  uint32_t flags, uint64_t time_ns);
 void pt_manager_tier_event(struct pt_manager *m, const struct pagetier_event *e);
 void pt_manager_preload_record(struct pt_manager *m, const char *cgroup,
 			       const struct pt_preload_event *ev);

@@ -142,7 +142,7 @@ static int on_bpf_event(const struct pt_bpf_event *e, void *arg)
 {
 	struct pt_daemon *d = arg;
 
-	pt_manager_bpf_event(&d->m, e->cgroup_id, e->type, e->flags);
+	pt_manager_bpf_event(&d->m, e->cgroup_id, e->type, e->flags, e->time_ns);
 	return 0;
 }
 

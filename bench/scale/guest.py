@@ -105,7 +105,9 @@ def cpu_busy(text):
 
 
 LOG_RE = re.compile(r"^(?:<\d>)?\[\s*(\d+)\.(\d{3})\] (\w+): (.*)$")
-WAKE_RE = re.compile(r"^([\w.-]+): wake detected by (.+)$")
+# "by swap-ins (bpf): 64 pages in 12 ms, read 1 ms after the last" for a wake by refaults.
+WAKE_RE = re.compile(r"^([\w.-]+): wake detected by ([^:]+?)"
+                     r"(?:: (\d+) pages in (\d+) ms, read (\d+) ms after the last)?$")
 QUIET_RE = re.compile(r"^([\w.-]+): idle: quiet for (\d+) ms")
 PAGED_RE = re.compile(r"^([\w.-]+): idle: paged out (\d+) MiB .*\((\d+) processes, (\d+) ms\)")
 SETTLED_RE = re.compile(r"^([\w.-]+): idle: resident ")
@@ -124,7 +126,9 @@ def classify(msg):
     """(kind, policy, detail) of the log messages the bench follows, or None."""
     m = WAKE_RE.match(msg)
     if m:
-        return "wake", m.group(1), m.group(2)
+        n = [None if x is None else int(x) for x in m.group(3, 4, 5)]
+        return "wake", m.group(1), {"source": m.group(2), "pages": n[0], "span_ms": n[1],
+                                    "read_ms": n[2]}
     m = QUIET_RE.match(msg)
     if m:
         return "quiet", m.group(1), int(m.group(2))
@@ -163,16 +167,19 @@ TS_SLACK_S = 0.002
 
 
 def match_wakes(bursts, wakes):
-    """bursts: [(t_wake_s, t_quiet_s)] of one probe, in order; wakes: [(ts_s, source)] of
-    its "wake detected" lines. For each burst, the first wake line at or after its first
-    touch and before the next burst: {"latency_ms", "source"}, or None (missed)."""
+    """bursts: [(t_wake_s, t_quiet_s)] of one probe, in order; wakes: [(ts_s, detail)] of
+    its "wake detected" lines (classify's). For each burst, the first wake line at or after
+    its first touch and before the next burst: {"latency_ms", "source", "span_ms",
+    "read_ms"} (the last two of a wake by refaults: over how long they came, and how late
+    pagetierd read the one that decided it; else None), or None (missed)."""
     out = []
     for i, (t0, _) in enumerate(bursts):
         end = bursts[i + 1][0] if i + 1 < len(bursts) else float("inf")
         hit = next(((ts, src) for ts, src in sorted(wakes)
                     if t0 - TS_SLACK_S <= ts < end), None)
         out.append(None if hit is None else
-                   {"latency_ms": max(0.0, (hit[0] - t0) * 1000), "source": hit[1]})
+                   {"latency_ms": max(0.0, (hit[0] - t0) * 1000), "source": hit[1]["source"],
+                    "span_ms": hit[1]["span_ms"], "read_ms": hit[1]["read_ms"]})
     return out
 
 
@@ -726,7 +733,7 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin, swapdev):
         b = proc_sample(d.pid)
         tail.poll()
         res["cpu_probes"] = cpu_window(a, b)
-        lat, missed, sources, verdict, offl = [], 0, {}, [], []
+        lat, missed, sources, verdict, offl, spans, reads = [], 0, {}, [], [], [], []
         for p in cts.probes:
             mine = [x for x in bursts[p] if x[0] >= t0]
             for m in match_wakes(mine, [(ts, src) for ts, src in tail.of("wake", p)]):
@@ -735,6 +742,9 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin, swapdev):
                 else:
                     lat.append(m["latency_ms"])
                     sources[m["source"]] = sources.get(m["source"], 0) + 1
+                    if m["span_ms"] is not None:
+                        spans.append(m["span_ms"])
+                        reads.append(m["read_ms"])
             for m in match_offloads(mine, [ts for ts, _ in tail.of("quiet", p)],
                                     tail.of("paged", p)):
                 if m["idle_verdict_s"] is not None:
@@ -743,6 +753,10 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin, swapdev):
                     offl.append(m["offload_start_s"])
         res["wake_latency_ms"] = summary(lat)
         res["wake_latency_ms"]["all"] = [round(x, 1) for x in lat]
+        # What a wake by refaults waited for: the probe's refaults to add up to the
+        # policy's wake_refaults, and pagetierd reading the last of them.
+        res["wake_refault_span_ms"] = summary(spans)
+        res["wake_read_ms"] = summary(reads)
         res["wake_missed"] = missed
         res["wake_sources"] = sources
         res["idle_verdict_s"] = summary(verdict, 2)
@@ -750,7 +764,9 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin, swapdev):
         res["idle_to_offload_s"]["all"] = [round(x, 2) for x in offl]
         w = res["wake_latency_ms"]
         log(pre + f"wake detection p50 {w['p50']} p99 {w['p99']} max {w['max']} ms "
-            f"({w['n']} wakes, {missed} missed; {sources}); idle to offload start "
+            f"({w['n']} wakes, {missed} missed; {sources}; refaults over p50 "
+            f"{res['wake_refault_span_ms']['p50']} p99 {res['wake_refault_span_ms']['p99']} ms, "
+            f"the last read p99 {res['wake_read_ms']['p99']} ms after); idle to offload start "
             f"p50 {res['idle_to_offload_s']['p50']} s p99 {res['idle_to_offload_s']['p99']} s "
             f"(idle_threshold {cfg['idle_s']} s)")
     finally:

@@ -80,7 +80,13 @@ class Log(unittest.TestCase):
 
     def test_classify(self):
         c = G.classify
-        self.assertEqual(c("p-0: wake detected by swap-ins (bpf)"), ("wake", "p-0", "swap-ins (bpf)"))
+        self.assertEqual(c("p-0: wake detected by cpu usage"),
+                         ("wake", "p-0", {"source": "cpu usage", "pages": None, "span_ms": None,
+                                          "read_ms": None}))
+        self.assertEqual(c("p-0: wake detected by swap-ins (bpf): 64 pages in 12 ms, read 3 ms "
+                           "after the last"),
+                         ("wake", "p-0", {"source": "swap-ins (bpf)", "pages": 64, "span_ms": 12,
+                                          "read_ms": 3}))
         self.assertEqual(c("containers: idle: quiet for 5000 ms (last busy: cpu)"),
                          ("quiet", "containers", 5000))
         self.assertEqual(c("p-3: idle: paged out 1 MiB of anonymous memory (1 processes, 37 ms), "
@@ -99,7 +105,7 @@ class Log(unittest.TestCase):
                 f.write("<6>[   10.000] info: p-0: wake detected by cpu usage\n<6>[   1")
             t = G.LogTail(p)
             t.poll()
-            self.assertEqual(t.of("wake", "p-0"), [(10.0, "cpu usage")])
+            self.assertEqual(t.of("wake", "p-0")[0][1]["source"], "cpu usage")
             with open(p, "a") as f:
                 f.write("1.500] info: p-0: idle: quiet for 5000 ms (last busy: cpu)\n")
             t.poll()
@@ -116,12 +122,18 @@ class Matching(unittest.TestCase):
 
     def test_wakes(self):
         bursts = [(100.0, 100.2), (200.0, 200.2), (300.0, 300.2)]
-        wakes = [(100.0345, "swap-ins (bpf)"), (99.0, "stale"),
-                 (199.9995, "cpu usage"),	# truncated to the ms: still this one
-                 (250.0, "late")]		# the second burst's only line after it: taken
+        def w(source, span=None, read=None):
+            return {"source": source, "pages": None if span is None else 64, "span_ms": span,
+                    "read_ms": read}
+
+        wakes = [(100.0345, w("swap-ins (bpf)", 30, 2)), (99.0, w("stale")),
+                 (199.9995, w("cpu usage")),	# truncated to the ms: still this one
+                 (250.0, w("late"))]		# the second burst's only line after it: taken
         m = G.match_wakes(bursts, wakes)
         self.assertAlmostEqual(m[0]["latency_ms"], 34.5, places=3)
         self.assertEqual(m[0]["source"], "swap-ins (bpf)")
+        self.assertEqual((m[0]["span_ms"], m[0]["read_ms"]), (30, 2))
+        self.assertIsNone(m[1]["span_ms"])
         self.assertEqual(m[1]["latency_ms"], 0.0)
         self.assertEqual(m[1]["source"], "cpu usage")
         self.assertIsNone(m[2])	# none after the third: missed

@@ -299,6 +299,30 @@ static void test_refaults_wake_only_beyond_a_trickle(void **state)
 	assert_int_equal(pt_idle_refault(&t, &P, 32, 20000), PT_EV_NONE);
 	assert_int_equal(pt_idle_refault(&t, &P, 32, 20100), PT_EV_WOKE);
 	assert_int_equal(t.cause, PT_CAUSE_REFAULTS);
+	/* What decided it, for the log: 64 pages over 100 ms. */
+	assert_int_equal(t.woke_refault_pages, 64);
+	assert_int_equal(t.woke_refault_span_ms, 100);
+}
+
+/*
+ * Refaults are dated when they happened (the event rings' times): one read after a later
+ * one, or dated a little before the window the idle verdict opened, counts in the window
+ * it is read in, rather than restarting the count.
+ */
+static void test_refaults_read_out_of_order(void **state)
+{
+	struct pt_idle t;
+	uint64_t usage = 0;
+
+	(void)state;
+	pt_idle_init(&t, 0);
+	pt_idle_cpu(&t, &P, usage, 0);
+	assert_int_equal(run_cpu(&t, &P, &usage, 100, 3000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	assert_int_equal(pt_idle_refault(&t, &P, 40, t.idle_since_ms - 5), PT_EV_NONE);
+	assert_int_equal(t.refault_win_pages, 40);
+	assert_int_equal(pt_idle_refault(&t, &P, 8, t.idle_since_ms + 500), PT_EV_NONE);
+	assert_int_equal(pt_idle_refault(&t, &P, 16, t.idle_since_ms + 490), PT_EV_WOKE);
+	assert_int_equal(t.woke_refault_pages, 64);
 }
 
 static void test_poke_and_rebase(void **state)
@@ -349,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_busy_was_background),
 		cmocka_unit_test(test_memory_spread),
 		cmocka_unit_test(test_refaults_wake_only_beyond_a_trickle),
+		cmocka_unit_test(test_refaults_read_out_of_order),
 		cmocka_unit_test(test_poke_and_rebase),
 		cmocka_unit_test(test_params_check),
 	};

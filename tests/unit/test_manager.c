@@ -380,7 +380,7 @@ static void test_idle_offload_and_packet_wake(void **state)
 	assert_int_equal(web->n_offloads, 1);
 	assert_int_equal(db->n_offloads, 0);
 	/* A packet for it: a wake at once (nothing was recorded to prefetch here). */
-	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800);
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800, 0);
 	assert_int_equal(web->n_wakes, 1);
 	assert_int_equal(web->idle.state, PT_STATE_ACTIVE);
 	assert_string_equal(web->wake_source, "ingress packet (bpf)");
@@ -391,10 +391,10 @@ static void test_idle_offload_and_packet_wake(void **state)
 	}
 	assert_int_equal(web->idle.state, PT_STATE_IDLE);
 	for (int i = 0; i < 50; i++)
-		pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0);
+		pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0, 0);
 	assert_int_equal(web->idle.state, PT_STATE_IDLE);
 	/* An event of a cgroup with no context is counted: the BPF filter should stop them. */
-	pt_manager_bpf_event(&f->m, 424242, 4, 0);
+	pt_manager_bpf_event(&f->m, 424242, 4, 0, 0);
 	assert_int_equal(f->m.bpf_unmatched, 1);
 }
 
@@ -414,7 +414,7 @@ static void mid_tick_poll(void *arg)
 	struct mid_tick *mt = arg;
 
 	if (!mt->calls++) {
-		pt_manager_bpf_event(mt->m, mt->idle_id, 4, 0x0800);
+		pt_manager_bpf_event(mt->m, mt->idle_id, 4, 0x0800, 0);
 		mt->seen = pt_manager_find(mt->m, mt->idle_id)->idle.state;
 	}
 }
@@ -530,7 +530,7 @@ static void test_tick_costs(void **state)
 	 * A packet wakes it; once its prefetch is done, its events wait for ticks again (its
 	 * CPU says it serves, so that the tick finds it busy, not quiet again).
 	 */
-	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800);
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800, 0);
 	finish_all(&f->m, &f->r);
 	assert_int_equal(web->idle.state, PT_STATE_ACTIVE);
 	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 100000000\n");
@@ -586,7 +586,7 @@ static void test_quiet_contexts_follow_events(void **state)
 	pt_manager_tick(&f->m, t);
 	skipped = f->m.samples_skipped;
 	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 200000000000\n");
-	pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0);
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0, 0);
 	pt_manager_tick(&f->m, t + 100);
 	web = ctx_named(&f->m, "web");
 	assert_int_equal(web->n_wakes, 2);	/* its CPU, read because it was woken */
@@ -643,7 +643,7 @@ static void test_a_wake_takes_back_a_queued_job(void **state)
 	offload = recorded(&f->r, web, PT_JOB_OFFLOAD);
 	assert_non_null(offload);
 	offloads = web->n_offloads;
-	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800);	/* a packet: its wake */
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800, 0);	/* a packet: its wake */
 	web = ctx_named(&f->m, "web");
 	assert_true(offload->job.cancelled);
 	assert_true(web->wake_pending);
@@ -660,7 +660,7 @@ static void test_a_wake_takes_back_a_queued_job(void **state)
 	offload = recorded(&f->r, web, PT_JOB_OFFLOAD);
 	assert_non_null(offload);
 	offload->job.started = true;
-	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800);
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800, 0);
 	web = ctx_named(&f->m, "web");
 	assert_false(offload->job.cancelled);
 	assert_int_equal(f->r.boosted, 1);	/* ... at the daemon's priority */
@@ -759,7 +759,7 @@ static void test_a_woken_task_is_followed(void **state)
 	}
 	web = ctx_named(&f->m, "web");
 	assert_int_equal(web->idle.state, PT_STATE_IDLE);
-	pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0);
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0, 0);
 	/* From now on it runs a full CPU; no other event comes. */
 	for (uint64_t end = t + 2000; t < end; t += 100) {
 		usage += 100000;
@@ -799,7 +799,7 @@ static void test_a_quiet_containers_burst_is_seen(void **state)
 	web = ctx_named(&f->m, "web");
 	assert_int_equal(web->idle.state, PT_STATE_IDLE);
 	assert_int_equal(web->n_wakes, 0);
-	pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0);
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0, 0);
 	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 301000\n");
 	for (uint64_t end = t + 1000; t < end; t += 100)
 		pt_manager_tick(&f->m, t);
