@@ -558,7 +558,7 @@ static void run_manager(int n, struct manager_result *r, int ticks, int rescans)
 
 		t0 = now_ns();
 		for (int i = 0; i < 20000; i++)
-			pt_manager_bpf_event(&m, m.ctxs[(size_t)i % m.n_ctxs].cgroup_id, 3, 0);
+			pt_manager_bpf_event(&m, m.ctxs[(size_t)i % m.n_ctxs].cgroup_id, 3, 0, 0);
 		dt = (now_ns() - t0) / 20000;
 		if (!rep || dt < r->event_ns)
 			r->event_ns = dt;
