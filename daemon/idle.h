@@ -38,8 +38,12 @@ enum pt_idle_event { PT_EV_NONE, PT_EV_WENT_IDLE, PT_EV_WOKE };
 /* CPU usage marks kept: the idle window's (one per threshold/PT_IDLE_MARKS) and the wake's. */
 #define PT_IDLE_MARKS 48
 #define PT_IDLE_WAKE_MARKS 12
-/* Refaults are counted over windows of this length. */
+/*
+ * Refaults are counted over windows of this length; wake_pages / PT_IDLE_REFAULT_EARLY_DIV
+ * of them within the window's first 1 / PT_IDLE_REFAULT_EARLY_DIV (the same rate) wake too.
+ */
 #define PT_IDLE_REFAULT_WINDOW_MS 1000
+#define PT_IDLE_REFAULT_EARLY_DIV 4
 /* At most this many ingress packets are remembered, so max_packets is at most this - 1. */
 #define PT_IDLE_PACKET_RING 64
 

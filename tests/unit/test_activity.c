@@ -75,13 +75,13 @@ static void test_feeds_idle_machine(void **state)
 	pt_idle_init(&t, 0);
 	pt_idle_cpu(&t, &p, 0, 0);
 	assert_int_equal(pt_idle_cpu(&t, &p, 0, 1500), PT_EV_WENT_IDLE);
-	/* Sixty-three pages of refaults: a trickle; the sixty-fourth wakes it. */
+	/* Sixty-three pages of refaults in 400 ms: a trickle; the sixty-fourth wakes it. */
 	assert_int_equal(pt_idle_signal(&t, &p, pt_signal_bpf(1, 5, 0), 1600), PT_EV_NONE);
-	assert_int_equal(pt_idle_signal(&t, &p, (struct pt_signal){ PT_SIG_REFAULT, 62, 0 }, 1700),
+	assert_int_equal(pt_idle_signal(&t, &p, (struct pt_signal){ PT_SIG_REFAULT, 62, 0 }, 1900),
 			 PT_EV_NONE);
-	assert_int_equal(pt_idle_signal(&t, &p, pt_signal_bpf(2, 0, 0), 1800), PT_EV_WOKE);
-	pt_idle_wake_done(&t, 1800);
-	assert_int_equal(pt_idle_signal(&t, &p, pt_signal_bpf(3, 0, 0), 1900), PT_EV_NONE);
+	assert_int_equal(pt_idle_signal(&t, &p, pt_signal_bpf(2, 0, 0), 2000), PT_EV_WOKE);
+	pt_idle_wake_done(&t, 2000);
+	assert_int_equal(pt_idle_signal(&t, &p, pt_signal_bpf(3, 0, 0), 2100), PT_EV_NONE);
 }
 
 /*
@@ -98,13 +98,17 @@ static void test_signal_time(void **state)
 	pt_idle_init(&t, 0);
 	pt_idle_cpu(&t, &p, 0, 0);
 	assert_int_equal(pt_idle_cpu(&t, &p, 0, 1500), PT_EV_WENT_IDLE);
-	/* 40 pages at 2.0 s and 24 at 3.2 s, both read at 3.3 s: two windows, no wake. */
+	/*
+	 * 40 pages at 2.0 s (not in the first quarter of the window the idle verdict opened)
+	 * and 10 at 3.2 s, both read at 3.3 s: two windows, no wake (read at 3.3 s, the 40
+	 * alone would have been 40 pages in the first quarter of a new window).
+	 */
 	assert_int_equal(pt_idle_signal(&t, &p, (struct pt_signal){ PT_SIG_REFAULT, 40, 2000 },
 					3300), PT_EV_NONE);
-	assert_int_equal(pt_idle_signal(&t, &p, (struct pt_signal){ PT_SIG_REFAULT, 24, 3200 },
+	assert_int_equal(pt_idle_signal(&t, &p, (struct pt_signal){ PT_SIG_REFAULT, 10, 3200 },
 					3300), PT_EV_NONE);
-	/* Dated in the future: taken at the read, 3.4 s, in the window of 3.2 s. */
-	assert_int_equal(pt_idle_signal(&t, &p, (struct pt_signal){ PT_SIG_REFAULT, 40, 9000 },
+	/* Dated in the future: taken at the read, 3.4 s, in the window of 3.2 s: 16 pages. */
+	assert_int_equal(pt_idle_signal(&t, &p, (struct pt_signal){ PT_SIG_REFAULT, 6, 9000 },
 					3400), PT_EV_WOKE);
 	assert_int_equal(t.woke_refault_span_ms, 200);
 }

@@ -295,13 +295,38 @@ static void test_refaults_wake_only_beyond_a_trickle(void **state)
 	for (uint64_t ms = 3100; ms < 10000; ms += 500)
 		assert_int_equal(pt_idle_refault(&t, &P, 8, ms), PT_EV_NONE);
 	assert_int_equal(t.state, PT_STATE_IDLE);
-	/* The application reading its memory back: a wake within its first second. */
-	assert_int_equal(pt_idle_refault(&t, &P, 32, 20000), PT_EV_NONE);
-	assert_int_equal(pt_idle_refault(&t, &P, 32, 20100), PT_EV_WOKE);
+	/* Sixteen pages over 300 ms: under the rate; the rest of the window's 64 wake. */
+	assert_int_equal(pt_idle_refault(&t, &P, 8, 20000), PT_EV_NONE);
+	assert_int_equal(pt_idle_refault(&t, &P, 8, 20300), PT_EV_NONE);
+	assert_int_equal(pt_idle_refault(&t, &P, 47, 20900), PT_EV_NONE);
+	assert_int_equal(pt_idle_refault(&t, &P, 1, 20950), PT_EV_WOKE);
 	assert_int_equal(t.cause, PT_CAUSE_REFAULTS);
-	/* What decided it, for the log: 64 pages over 100 ms. */
+	/* What decided it, for the log: 64 pages over 950 ms. */
 	assert_int_equal(t.woke_refault_pages, 64);
-	assert_int_equal(t.woke_refault_span_ms, 100);
+	assert_int_equal(t.woke_refault_span_ms, 950);
+}
+
+/*
+ * The application reading its memory back wakes it as soon as the rate shows: a quarter of
+ * wake_pages within the window's first quarter, without waiting for the rest.
+ */
+static void test_refaults_wake_at_the_rate_early(void **state)
+{
+	struct pt_idle t;
+	uint64_t usage = 0;
+
+	(void)state;
+	quiet_until_idle(&t, &usage);
+	assert_int_equal(pt_idle_refault(&t, &P, 10, 20000), PT_EV_NONE);
+	assert_int_equal(pt_idle_refault(&t, &P, 5, 20030), PT_EV_NONE);
+	assert_int_equal(pt_idle_refault(&t, &P, 1, 20040), PT_EV_WOKE);
+	assert_int_equal(t.woke_refault_pages, 16);
+	assert_int_equal(t.woke_refault_span_ms, 40);
+	/* A quarter of them just after the quarter: the full count is needed. */
+	quiet_until_idle(&t, &usage);
+	assert_int_equal(pt_idle_refault(&t, &P, 15, 30000), PT_EV_NONE);
+	assert_int_equal(pt_idle_refault(&t, &P, 1, 30251), PT_EV_NONE);
+	assert_int_equal(t.state, PT_STATE_IDLE);
 }
 
 /*
@@ -318,10 +343,10 @@ static void test_refaults_read_out_of_order(void **state)
 	pt_idle_init(&t, 0);
 	pt_idle_cpu(&t, &P, usage, 0);
 	assert_int_equal(run_cpu(&t, &P, &usage, 100, 3000, 100, 0, NULL), PT_EV_WENT_IDLE);
-	assert_int_equal(pt_idle_refault(&t, &P, 40, t.idle_since_ms - 5), PT_EV_NONE);
-	assert_int_equal(t.refault_win_pages, 40);
+	assert_int_equal(pt_idle_refault(&t, &P, 10, t.idle_since_ms - 5), PT_EV_NONE);
+	assert_int_equal(t.refault_win_pages, 10);
 	assert_int_equal(pt_idle_refault(&t, &P, 8, t.idle_since_ms + 500), PT_EV_NONE);
-	assert_int_equal(pt_idle_refault(&t, &P, 16, t.idle_since_ms + 490), PT_EV_WOKE);
+	assert_int_equal(pt_idle_refault(&t, &P, 46, t.idle_since_ms + 490), PT_EV_WOKE);
 	assert_int_equal(t.woke_refault_pages, 64);
 }
 
@@ -374,6 +399,7 @@ int main(void)
 		cmocka_unit_test(test_memory_spread),
 		cmocka_unit_test(test_refaults_wake_only_beyond_a_trickle),
 		cmocka_unit_test(test_refaults_read_out_of_order),
+		cmocka_unit_test(test_refaults_wake_at_the_rate_early),
 		cmocka_unit_test(test_poke_and_rebase),
 		cmocka_unit_test(test_params_check),
 	};
