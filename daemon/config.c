@@ -38,7 +38,8 @@ enum {
  * idle_cpu: 5% of a CPU, above what timers and housekeeping cost (redis's serverCron: 2% in
  * the emulated test VM), below any real work. idle_working_set: 16 MiB touched per epoch,
  * of which idle_fresh: 1 MiB not touched in the epochs before (redis's timers touch the
- * same few MiB every second). wake_refaults: 256 KiB per second.
+ * same few MiB every second). wake_refaults: 256 KiB per second (idle.h: over a second or its
+ * first quarter).
  */
 static void policy_builtin_defaults(struct pt_policy *p)
 {

@@ -154,9 +154,8 @@ enum pt_idle_event pt_idle_cpu(struct pt_idle *t, const struct pt_idle_params *p
 	    now_ms - t->last_active_ms >= p->threshold_ms) {
 		t->state = PT_STATE_IDLE;
 		t->idle_since_ms = now_ms;
-		t->refault_win_ms = now_ms;
+		/* The wake rule judges what comes after this moment only: no window is open. */
 		t->refault_win_pages = 0;
-		/* The wake rule judges what comes after this moment only. */
 		cpu_restart(t, p, usage_usec, now_ms);
 		return PT_EV_WENT_IDLE;
 	}
@@ -192,8 +191,12 @@ enum pt_idle_event pt_idle_refault(struct pt_idle *t, const struct pt_idle_param
 	/* While active, refaults are part of its work; the scans see what it touches. */
 	if (t->state != PT_STATE_IDLE)
 		return PT_EV_NONE;
-	if (now_ms >= t->refault_win_ms &&
-	    now_ms - t->refault_win_ms >= PT_IDLE_REFAULT_WINDOW_MS) {
+	/*
+	 * A window opens at the first refault after the last one closed (none is open while
+	 * it counts nothing), so that its first quarter is the refaults' first 250 ms.
+	 */
+	if (!t->refault_win_pages || (now_ms >= t->refault_win_ms &&
+				      now_ms - t->refault_win_ms >= PT_IDLE_REFAULT_WINDOW_MS)) {
 		t->refault_win_ms = now_ms;
 		t->refault_win_pages = 0;
 	}

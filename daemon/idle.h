@@ -20,8 +20,9 @@
  *    this only when its scanner can tell pages apart.)
  * It goes idle when none of them has been seen for idle_threshold. While idle it wakes on
  * packets beyond the tolerance, on refaults (swap-ins, demand reads of its pages on the
- * tier, page faults) at more than wake_pages per second (a few stray ones, a timer touching
- * a page that was offloaded, come back on their own without waking the whole container),
+ * tier, page faults) at more than wake_pages per second, over a second or its first quarter
+ * (a few stray ones, a timer touching a page that was offloaded, come back on their own
+ * without waking the whole container),
  * and on sustained CPU: its average over the last PT_IDLE_WAKE_CPU_MS above the share.
  */
 #ifndef PAGETIER_IDLE_H
@@ -89,7 +90,7 @@ struct pt_idle {
 	uint64_t woke_at_ms;
 	uint64_t pkt_ms[PT_IDLE_PACKET_RING];	/* times of the latest packets (ring) */
 	unsigned int pkt_head;
-	uint64_t refault_win_ms;	/* start of the current refault window */
+	uint64_t refault_win_ms;	/* start of the current refault window (its first) */
 	uint64_t refault_win_pages;
 	/* The refaults of the last wake by refaults: how many, over how long (its log line). */
 	uint64_t woke_refault_pages;

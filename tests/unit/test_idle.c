@@ -331,8 +331,7 @@ static void test_refaults_wake_at_the_rate_early(void **state)
 
 /*
  * Refaults are dated when they happened (the event rings' times): one read after a later
- * one, or dated a little before the window the idle verdict opened, counts in the window
- * it is read in, rather than restarting the count.
+ * one counts in the window it is read in, rather than restarting the count.
  */
 static void test_refaults_read_out_of_order(void **state)
 {
