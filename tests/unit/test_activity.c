@@ -65,16 +65,23 @@ static void test_preload(void **state)
 	assert_int_equal(pt_signal_preload(&ev).pages, 2);	/* what it grew by */
 }
 
+static const struct pt_idle_params p = { .threshold_ms = 1000, .cpu_permille = 50,
+					 .fresh_bytes = 1 << 20, .wake_pages = 64 };
+
+/* A new context, quiet from the start: idle at 1500 ms. */
+static void idle_at_1500(struct pt_idle *t)
+{
+	pt_idle_init(t, 0);
+	pt_idle_cpu(t, &p, 0, 0);
+	assert_int_equal(pt_idle_cpu(t, &p, 0, 1500), PT_EV_WENT_IDLE);
+}
+
 static void test_feeds_idle_machine(void **state)
 {
-	const struct pt_idle_params p = { .threshold_ms = 1000, .cpu_permille = 50,
-					  .fresh_bytes = 1 << 20, .wake_pages = 64 };
 	struct pt_idle t;
 
 	(void)state;
-	pt_idle_init(&t, 0);
-	pt_idle_cpu(&t, &p, 0, 0);
-	assert_int_equal(pt_idle_cpu(&t, &p, 0, 1500), PT_EV_WENT_IDLE);
+	idle_at_1500(&t);
 	/* Sixty-three pages of refaults in 400 ms: a trickle; the sixty-fourth wakes it. */
 	assert_int_equal(pt_idle_signal(&t, &p, pt_signal_bpf(1, 5, 0), 1600), PT_EV_NONE);
 	assert_int_equal(pt_idle_signal(&t, &p, (struct pt_signal){ PT_SIG_REFAULT, 62, 0 }, 1900),
@@ -90,14 +97,10 @@ static void test_feeds_idle_machine(void **state)
  */
 static void test_signal_time(void **state)
 {
-	const struct pt_idle_params p = { .threshold_ms = 1000, .cpu_permille = 50,
-					  .fresh_bytes = 1 << 20, .wake_pages = 64 };
 	struct pt_idle t;
 
 	(void)state;
-	pt_idle_init(&t, 0);
-	pt_idle_cpu(&t, &p, 0, 0);
-	assert_int_equal(pt_idle_cpu(&t, &p, 0, 1500), PT_EV_WENT_IDLE);
+	idle_at_1500(&t);
 	/*
 	 * 10 pages at 2.0 s and 10 at 3.2 s, both read at 3.3 s: two windows, no wake (dated
 	 * by the read, they would be 20 pages at once: more than the rate).

@@ -339,9 +339,7 @@ static void test_refaults_read_out_of_order(void **state)
 	uint64_t usage = 0;
 
 	(void)state;
-	pt_idle_init(&t, 0);
-	pt_idle_cpu(&t, &P, usage, 0);
-	assert_int_equal(run_cpu(&t, &P, &usage, 100, 3000, 100, 0, NULL), PT_EV_WENT_IDLE);
+	quiet_until_idle(&t, &usage);
 	assert_int_equal(pt_idle_refault(&t, &P, 10, t.idle_since_ms - 5), PT_EV_NONE);
 	assert_int_equal(t.refault_win_pages, 10);
 	assert_int_equal(pt_idle_refault(&t, &P, 8, t.idle_since_ms + 500), PT_EV_NONE);
