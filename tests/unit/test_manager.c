@@ -933,6 +933,66 @@ static void test_steady_scans_stretch(void **state)
 	assert_int_equal(web->scan_stretch, 1);
 }
 
+/* Offloads @n chunks of feed_scan's range from @ctx's model, as cold offload does. */
+static void evict_fed_chunks(struct pt_context *ctx, int n)
+{
+	uint64_t ids[32];
+
+	for (int i = 0; i < n; i++)
+		ids[i] = pt_hot_chunk_id(&ctx->hot, 0, 0x7f0000000000ULL + ((uint64_t)i << 16));
+	pt_hot_evicted(&ctx->hot, ids, (size_t)n);
+}
+
+/*
+ * A trickle of refaults (what a container whose requests touch its objects at random reads
+ * back at every scan) lets a steady context's scans stretch as fresh memory of that size
+ * would; a burst of them (half of fresh_bytes or more) brings it back to every interval, and
+ * so does any refault while a wake's prefetch is being measured.
+ */
+static void test_refault_trickle_stretches_scans(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t before;
+
+	reload_policies(f,
+			"[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 2m\n\n"
+			"[db]\nmatch_cgroup = /ct/db\nclass = critical\n");
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->policy.idle.fresh_bytes, 1024 * 1024);
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->scan_stretch, 2);
+
+	/* Two 64 KiB chunks back from the tier: 128 KiB, under half of 1 MiB. */
+	evict_fed_chunks(web, 2);
+	before = web->hot.refaults;
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->hot.refaults - before, 2);
+	assert_int_equal(web->scan_stretch, 4);
+
+	/* Eight of them: 512 KiB, half of fresh_bytes: every interval again. */
+	evict_fed_chunks(web, 8);
+	before = web->hot.refaults;
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->hot.refaults - before, 8);
+	assert_int_equal(web->scan_stretch, 1);
+
+	/* Steady again, then one refault while a prefetch is measured: every interval. */
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->scan_stretch, 2);
+	web->hot.window_left = 4;
+	evict_fed_chunks(web, 1);
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->scan_stretch, 1);
+}
+
 /*
  * While the host has plenty of memory (MemAvailable at least twice the cold watermark) an
  * active context touching fresh memory at every scan is scanned every 8 intervals (its own
@@ -1960,6 +2020,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_a_long_tick_reads_wake_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_tier_holds_offload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refault_trickle_stretches_scans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_plenty_memory_relaxes_scans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_offload_paced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_waits_for_memory_need, setup, teardown),
