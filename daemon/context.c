@@ -1477,7 +1477,7 @@ static void prune_gone(struct pt_proc_ranges *set, int *n)
 
 static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 {
-	uint64_t now = pt_now_ms(), fresh, refault_bytes;
+	uint64_t now = pt_now_ms(), fresh;
 	int refaults;
 
 	prune_gone(ctx->wake_set, &ctx->n_wake_set);
@@ -1502,17 +1502,16 @@ static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 	/*
 	 * Steady (less than half of fresh_bytes new in the epoch): the next scan can wait
 	 * longer, its accessed bits gathering meanwhile. Anything more: every interval again.
-	 * What came back from the tier is new to the working set and counts as fresh, so a
-	 * burst of refaults is watched closely; a trickle of them is the steady state of a
-	 * container whose requests touch its objects at random (the noise of bench/density:
-	 * 2-4 chunks a second each, while every interval's scan of all of them was most of
-	 * pagetierd's CPU there). A missed refault is not lost by the wait: the accessed bit
-	 * stays set until the next scan reads it. Within a wake's quality window (the model
-	 * measures its prefetch epoch by epoch) any refault is a prefetch's miss: every interval.
+	 * What came back from the tier is new to the working set and is in fresh already
+	 * (fresh_access()), so a burst of refaults is watched closely; a trickle of them is
+	 * the steady state of a container whose requests touch its objects at random (the
+	 * noise containers of bench/density, a few chunks a scan each), which needs no scan
+	 * every interval. A refault the wait delays is not lost: its accessed bit stays set
+	 * until the next scan reads it. Within a wake's quality window (its prefetch measured
+	 * epoch by epoch) any refault is a prefetch's miss: every interval.
 	 */
-	refault_bytes = (uint64_t)(refaults > 0 ? refaults : 0) << ctx->hot.chunk_shift;
 	if (ctx->idle.state == PT_STATE_ACTIVE && (!refaults || !ctx->hot.window_left) &&
-	    (fresh + refault_bytes) * 2 <= ctx->policy.idle.fresh_bytes) {
+	    fresh * 2 <= ctx->policy.idle.fresh_bytes) {
 		uint32_t max = pt_context_max_stretch(ctx);
 
 		ctx->scan_stretch = ctx->scan_stretch * 2 <= max ? ctx->scan_stretch * 2 : max;

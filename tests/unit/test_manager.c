@@ -966,7 +966,7 @@ static void test_refault_trickle_stretches_scans(void **state)
 	finish_all(&f->m, &f->r);
 	assert_int_equal(web->scan_stretch, 2);
 
-	/* Two 64 KiB chunks back from the tier: 128 KiB, under half of 1 MiB. */
+	/* Two 64 KiB chunks back from the tier: 128 KiB fresh, under half of 1 MiB. */
 	evict_fed_chunks(web, 2);
 	before = web->hot.refaults;
 	feed_scan(&f->m, web, true);
@@ -974,12 +974,12 @@ static void test_refault_trickle_stretches_scans(void **state)
 	assert_int_equal(web->hot.refaults - before, 2);
 	assert_int_equal(web->scan_stretch, 4);
 
-	/* Eight of them: 512 KiB, half of fresh_bytes: every interval again. */
-	evict_fed_chunks(web, 8);
+	/* Nine of them: 576 KiB, over half of fresh_bytes: every interval again. */
+	evict_fed_chunks(web, 9);
 	before = web->hot.refaults;
 	feed_scan(&f->m, web, true);
 	finish_all(&f->m, &f->r);
-	assert_int_equal(web->hot.refaults - before, 8);
+	assert_int_equal(web->hot.refaults - before, 9);
 	assert_int_equal(web->scan_stretch, 1);
 
 	/* Steady again, then one refault while a prefetch is measured: every interval. */
