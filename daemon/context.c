@@ -173,6 +173,17 @@ static const struct pt_action_ops action_ops[] = {
 	[PT_JOB_TRIM] = { "trim", run_trim, apply_trim },
 };
 
+const char *pt_job_kind_label(enum pt_job_kind kind)
+{
+	static const char *const labels[PT_JOB_KINDS] = {
+		[PT_JOB_OFFLOAD] = "offload", [PT_JOB_PREFETCH] = "prefetch",
+		[PT_JOB_SETTLE] = "settle", [PT_JOB_SCAN] = "scan", [PT_JOB_COLD] = "cold",
+		[PT_JOB_TRIM] = "trim",
+	};
+
+	return (unsigned int)kind < PT_JOB_KINDS ? labels[kind] : "unknown";
+}
+
 static struct pt_action *new_action(struct pt_context *ctx, enum pt_job_kind kind)
 {
 	struct pt_action *a = calloc(1, sizeof(*a));
@@ -1603,6 +1614,7 @@ void pt_context_apply(struct pt_context *ctx, struct pt_action *a)
 		ctx->busy = false;
 		if (ctx->busy_action == a)
 			ctx->busy_action = NULL;
+		ctx->job_cpu_ns[a->kind] += a->job.cpu_ns;
 		if (a->job.cancelled)
 			;	/* taken back before it ran: nothing to apply */
 		else if (a->rc && a->rc != -ESRCH)

@@ -21,6 +21,10 @@
 
 enum pt_job_kind { PT_JOB_OFFLOAD, PT_JOB_PREFETCH, PT_JOB_SETTLE, PT_JOB_SCAN, PT_JOB_COLD,
 		   PT_JOB_TRIM };
+#define PT_JOB_KINDS (PT_JOB_TRIM + 1)
+
+/* A kind of job as metrics and status name it: offload, prefetch, settle, scan, cold, trim. */
+const char *pt_job_kind_label(enum pt_job_kind kind);
 
 /*
  * One blocking action on a context, run by the worker pool. It carries copies of what it
@@ -182,6 +186,7 @@ struct pt_context {
 	 */
 	uint64_t busy_scans;
 	uint64_t scans;
+	uint64_t job_cpu_ns[PT_JOB_KINDS];	/* its jobs' worker CPU time, by kind */
 	uint64_t cold_offloaded_bytes;
 
 	/* Wake sources. */

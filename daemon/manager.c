@@ -439,6 +439,8 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 
 	if (kind == PT_JOB_COLD)
 		m->cold_inflight = sub_floor(m->cold_inflight, cold_bytes(m, a));
+	m->job_cpu_ns[kind] += a->job.cpu_ns;
+	m->jobs_done[kind]++;
 	pt_context_apply(ctx, a);
 	if (ctx)
 		m->due_ms[ctx - m->ctxs] = 0;	/* what its end allows goes at the next poll */

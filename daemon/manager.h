@@ -118,6 +118,8 @@ struct pt_manager {
 	uint64_t cold_deferred_plenty;
 	/* Scans of active contexts issued later than their own stretch: memory was plenty. */
 	uint64_t scans_relaxed;
+	uint64_t job_cpu_ns[PT_JOB_KINDS];	/* worker CPU time of every job done, by kind */
+	uint64_t jobs_done[PT_JOB_KINDS];
 	/*
 	 * What cold offload may still ask for until MemAvailable is read again: the shortfall
 	 * below cold_watermark less cold_inflight, the bytes of cold offloads (free_watermark's

@@ -573,6 +573,18 @@ static void render_fill(FILE *out, const struct pt_manager *m)
 	single_u64(out, "pagetier_scans_relaxed_total", "counter",
 		   "Scans of active containers spaced wider than their own pace: MemAvailable was at least twice the cold watermark.",
 		   m->scans_relaxed);
+	header(out, "pagetier_jobs_total", "counter",
+	       "Jobs the worker pools finished, by kind (offload, prefetch, settle, scan, cold, trim).");
+	for (int k = 0; k < PT_JOB_KINDS; k++) {
+		fprintf(out, "pagetier_jobs_total{kind=\"%s\"}", pt_job_kind_label(k));
+		put_u64(out, m->jobs_done[k]);
+	}
+	header(out, "pagetier_job_cpu_seconds_total", "counter",
+	       "The worker threads' CPU time (user and system) in those jobs, by kind.");
+	for (int k = 0; k < PT_JOB_KINDS; k++) {
+		fprintf(out, "pagetier_job_cpu_seconds_total{kind=\"%s\"}", pt_job_kind_label(k));
+		put_double(out, (double)m->job_cpu_ns[k] / 1e9);
+	}
 }
 
 static void render_bpf(FILE *out, const struct pt_metrics_daemon *d)

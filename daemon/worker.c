@@ -8,7 +8,18 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+/* The calling thread's CPU time, user and system, in ns (0 where it cannot be read). */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 /* Appends @job to the queue @head..@tail (the jobs to run, or the ones done); under w->lock. */
 static void job_append(struct pt_job **head, struct pt_job **tail, struct pt_job *job)
@@ -46,7 +57,13 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&w->lock);
 
 		__atomic_store_n(&job->started, true, __ATOMIC_RELEASE);
-		job->run(job);
+		{
+			uint64_t t0 = thread_cpu_ns(), t1;
+
+			job->run(job);
+			t1 = thread_cpu_ns();
+			job->cpu_ns = t1 > t0 ? t1 - t0 : 0;
+		}
 
 		pthread_mutex_lock(&w->lock);
 		/* No boost reaches this thread through the job any more; one that did ends here. */

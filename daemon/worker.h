@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct pt_job {
@@ -27,6 +28,12 @@ struct pt_job {
 	/* Taken back from the queue before any worker took it (pt_workers_cancel()). */
 	bool cancelled;
 	pid_t tid;	/* the worker thread running it, under the pool's lock; 0: none */
+	/*
+	 * The worker thread's CPU time (user and system) in run(), set before done() runs:
+	 * what each kind of job costs the host (the system time of process_madvise and
+	 * memory.reclaim is most of it). A process run() forks is not in it.
+	 */
+	uint64_t cpu_ns;
 };
 
 struct pt_workers {

@@ -575,6 +575,19 @@ def main():
     sectors0 = sectors_written(backing)
     step_times = []
 
+    def jobs_cpu_ms():
+        """pagetierd's worker CPU time by kind of job (ms), summed over the critical
+        containers and over the noise ones (a container gone takes its share with it)."""
+        r = e2elib.ctl("--json", "status", runtime=runtime)
+        out = {"critical": {}, "noise": {}}
+        if r.returncode != 0:
+            return out
+        for c in json.loads(r.stdout)["containers"]:
+            side = out["critical" if c["class"] == "critical" else "noise"]
+            for kind, ms in c.get("job_cpu_ms", {}).items():
+                side[kind] = side.get(kind, 0) + ms
+        return out
+
     def measure(n):
         vm0, st0 = vmstat(), {c: stall_us(c) for c in CRIT}
         names0 = [s.name for s in servers if os.path.isdir(cg(s.name))]
@@ -587,6 +600,7 @@ def main():
         pd0 = cpu_seconds(daemon.pid) if daemon else 0
         pt0 = thread_cpu_seconds(daemon.pid) if daemon else {}
         bpf0 = bpf_prog_stats() if bpf_stats else {}
+        jobs0 = jobs_cpu_ms() if daemon else None
         h0, nz0 = cpu_seconds(os.getpid()), noise.cpu_seconds()
         noise.take()
         res = client.run(measure_s)
@@ -624,6 +638,13 @@ def main():
             window_cpu["pagetierd_threads_cpu_s"] = {
                 k: [round(u - pt0.get(k, [0, 0])[0], 2), round(y - pt0.get(k, [0, 0])[1], 2)]
                 for k, (u, y) in thread_cpu_seconds(daemon.pid).items()}
+            # Of its worker threads' time, each kind of job's, for the critical
+            # containers and the noise ones (ctl status' job_cpu_ms).
+            jobs1 = jobs_cpu_ms()
+            window_cpu["pagetierd_jobs_cpu_s"] = {
+                side: {k: round((v - jobs0[side].get(k, 0)) / 1000, 2)
+                       for k, v in jobs1[side].items() if v - jobs0[side].get(k, 0) > 0}
+                for side in jobs1}
         nlat, nfail = noise.take()
         nsum = summarize(nlat, nfail, measure_s, 1 / NOISE_CLIENT_SLEEP)
         alive = [s.name for s in servers if s.alive()]
@@ -666,6 +687,10 @@ def main():
             f"{window_cpu['kworker_cpu_s']}, interrupts {window_cpu['irq_cpu_s']}, pagetierd "
             f"{window_cpu['pagetierd_window_cpu_s']}, harness {window_cpu['harness_cpu_s']}; "
             f"elapsed {step['elapsed_s']} s" + (f", about {per * left:.0f} s left" if per else ""))
+        if daemon:
+            log("  pagetierd's jobs (CPU s): " + "; ".join(
+                f"{side} " + (", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) or "none")
+                for side, kinds in window_cpu["pagetierd_jobs_cpu_s"].items()))
         if bpf_stats:
             log("  BPF programs (s, runs): " + ", ".join(
                 f"{k} {v[0]} {v[1]}" for k, v in sorted(

@@ -933,6 +933,30 @@ static void test_steady_scans_stretch(void **state)
 	assert_int_equal(web->scan_stretch, 1);
 }
 
+/* A job's worker CPU time goes to its container's and to the daemon's, by kind. */
+static void test_job_cpu_accounted(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	struct pt_action *scan;
+
+	reload_policies(f, "[web]\nmatch_cgroup = /ct/web\n\n"
+			   "[db]\nmatch_cgroup = /ct/db\nclass = critical\n");
+	web = ctx_named(&f->m, "web");
+	assert_non_null(web);
+	for (int i = 0; i < 2; i++) {
+		scan = pt_context_scan(web, PT_SCANNER_FALLBACK, -1, 16);
+		assert_non_null(scan);
+		scan_found(scan, 0x7f0000000000ULL, true);
+		scan->job.cpu_ns = 3000000;
+		pt_manager_action_done(&f->m, scan);
+	}
+	assert_int_equal(web->job_cpu_ns[PT_JOB_SCAN], 6000000);
+	assert_int_equal(web->job_cpu_ns[PT_JOB_COLD], 0);
+	assert_int_equal(f->m.job_cpu_ns[PT_JOB_SCAN], 6000000);
+	assert_int_equal(f->m.jobs_done[PT_JOB_SCAN], 2);
+}
+
 /* Offloads @n chunks of feed_scan's range from @ctx's model, as cold offload does. */
 static void evict_fed_chunks(struct pt_context *ctx, int n)
 {
@@ -2021,6 +2045,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_full_tier_holds_offload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refault_trickle_stretches_scans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_cpu_accounted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_plenty_memory_relaxes_scans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_offload_paced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cold_waits_for_memory_need, setup, teardown),

@@ -526,6 +526,8 @@ static void fill_daemon(struct pt_manager *m, struct pt_metrics_daemon *d)
 	m->samples_taken = 9;
 	m->usage_reads = 3;
 	m->samples_light = 4;
+	m->jobs_done[PT_JOB_SCAN] = 40;
+	m->job_cpu_ns[PT_JOB_SCAN] = 1250000000;
 	/* 4 GiB, 3 GiB - 250 MiB used; alpha offloaded 250 MiB: 250 of the 3072 MiB. */
 	assert_int_equal(pt_meminfo_parse("MemTotal: 4194304 kB\nMemFree: 524288 kB\n"
 					  "MemAvailable: 1304576 kB\n", &d->host), 0);
@@ -572,6 +574,10 @@ static void test_daemon(void **state)
 	has(out, "pagetier_samples_total 9");
 	has(out, "pagetier_tier_usage_reads_total 3");
 	has(out, "pagetier_samples_light_total 4");
+	has(out, "pagetier_jobs_total{kind=\"scan\"} 40");
+	has(out, "pagetier_jobs_total{kind=\"cold\"} 0");
+	has(out, "pagetier_job_cpu_seconds_total{kind=\"scan\"} 1.25");
+	has(out, "pagetier_job_cpu_seconds_total{kind=\"offload\"} 0");
 	has(out, "pagetier_host_memory_total_bytes 4294967296");
 	has(out, "pagetier_host_memory_used_bytes 2959081472");
 	has(out, "pagetier_host_offloaded_bytes 262144000");

@@ -141,6 +141,13 @@ static void test_json(void **state)
 	assert_non_null(strstr(out, "\"tier_bytes\":268435456"));
 	assert_non_null(strstr(out, "\"prefetch_precision\":-1.000"));
 	free(out);
+	/* Its jobs' worker CPU, by kind, in whole ms. */
+	c.job_cpu_ns[PT_JOB_SCAN] = 2500000;
+	c.job_cpu_ns[PT_JOB_COLD] = 7999999;
+	out = render(true, &c, 1);
+	assert_non_null(strstr(out, "\"job_cpu_ms\":{\"offload\":0,\"prefetch\":0,\"settle\":0,"
+				    "\"scan\":2,\"cold\":7,\"trim\":0}"));
+	free(out);
 	pt_context_release(&c);
 }
 

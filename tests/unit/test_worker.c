@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "worker.h"
@@ -85,6 +86,66 @@ static void test_stop_drains_queue(void **state)
 	pt_workers_stop(&w, &sum);	/* runs what was queued, then reaps it */
 	assert_int_equal(completed, 10);
 	assert_int_equal(sum, 40);
+}
+
+/* Spins on the CPU for @value ms of wall time. */
+static void run_spin(struct pt_job *job)
+{
+	struct test_job *t = (struct test_job *)job;
+	struct timespec t0, now;
+	volatile uint64_t x = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (int i = 0; i < 10000; i++)
+			x += (uint64_t)i;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 <
+		 t->value);
+}
+
+static void run_sleep(struct pt_job *job)
+{
+	usleep((useconds_t)((struct test_job *)job)->value * 1000);
+}
+
+static void done_cpu(struct pt_job *job, void *arg)
+{
+	*(uint64_t *)arg = job->cpu_ns;
+	free(job);
+}
+
+/*
+ * A job's cpu_ns is the CPU time its run() took in the worker thread: a job spinning for
+ * 60 ms has most of that (the host may take some of the thread's time), one sleeping for
+ * 60 ms next to nothing.
+ */
+static void test_job_cpu_time(void **state)
+{
+	struct pt_workers w;
+	uint64_t cpu = 0;
+	struct test_job *t;
+
+	(void)state;
+	assert_int_equal(pt_workers_start(&w, 1), 0);
+	t = calloc(1, sizeof(*t));
+	assert_non_null(t);
+	t->job.run = run_spin;
+	t->job.done = done_cpu;
+	t->value = 60;
+	pt_workers_submit(&w, &t->job);
+	pt_workers_stop(&w, &cpu);
+	assert_in_range(cpu, 20 * 1000000ULL, 5000 * 1000000ULL);
+
+	assert_int_equal(pt_workers_start(&w, 1), 0);
+	t = calloc(1, sizeof(*t));
+	assert_non_null(t);
+	t->job.run = run_sleep;
+	t->job.done = done_cpu;
+	t->value = 60;
+	pt_workers_submit(&w, &t->job);
+	pt_workers_stop(&w, &cpu);
+	assert_in_range(cpu, 0, 10 * 1000000ULL);
 }
 
 /* Reports the nice value of the worker thread that runs it (per thread on Linux). */
@@ -243,6 +304,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jobs_complete_on_reaper),
 		cmocka_unit_test(test_stop_drains_queue),
+		cmocka_unit_test(test_job_cpu_time),
 		cmocka_unit_test(test_niced_pool),
 		cmocka_unit_test(test_cancel_a_queued_job),
 		cmocka_unit_test(test_boost_a_running_job),
