@@ -967,6 +967,17 @@ static void evict_fed_chunks(struct pt_context *ctx, int n)
 	pt_hot_evicted(&ctx->hot, ids, (size_t)n);
 }
 
+/* Takes @n chunks of feed_scan's range away and scans them back: the refaults it saw. */
+static uint64_t refault_fed_chunks(struct fixture *f, struct pt_context *ctx, int n)
+{
+	uint64_t before = ctx->hot.refaults;
+
+	evict_fed_chunks(ctx, n);
+	feed_scan(&f->m, ctx, true);
+	finish_all(&f->m, &f->r);
+	return ctx->hot.refaults - before;
+}
+
 /*
  * A trickle of refaults (what a container whose requests touch its objects at random reads
  * back at every scan) lets a steady context's scans stretch as fresh memory of that size
@@ -977,7 +988,6 @@ static void test_refault_trickle_stretches_scans(void **state)
 {
 	struct fixture *f = *state;
 	struct pt_context *web;
-	uint64_t before;
 
 	reload_policies(f,
 			"[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 2m\n\n"
@@ -991,19 +1001,11 @@ static void test_refault_trickle_stretches_scans(void **state)
 	assert_int_equal(web->scan_stretch, 2);
 
 	/* Two 64 KiB chunks back from the tier: 128 KiB fresh, under half of 1 MiB. */
-	evict_fed_chunks(web, 2);
-	before = web->hot.refaults;
-	feed_scan(&f->m, web, true);
-	finish_all(&f->m, &f->r);
-	assert_int_equal(web->hot.refaults - before, 2);
+	assert_int_equal(refault_fed_chunks(f, web, 2), 2);
 	assert_int_equal(web->scan_stretch, 4);
 
 	/* Nine of them: 576 KiB, over half of fresh_bytes: every interval again. */
-	evict_fed_chunks(web, 9);
-	before = web->hot.refaults;
-	feed_scan(&f->m, web, true);
-	finish_all(&f->m, &f->r);
-	assert_int_equal(web->hot.refaults - before, 9);
+	assert_int_equal(refault_fed_chunks(f, web, 9), 9);
 	assert_int_equal(web->scan_stretch, 1);
 
 	/* Steady again, then one refault while a prefetch is measured: every interval. */
@@ -1011,9 +1013,7 @@ static void test_refault_trickle_stretches_scans(void **state)
 	finish_all(&f->m, &f->r);
 	assert_int_equal(web->scan_stretch, 2);
 	web->hot.window_left = 4;
-	evict_fed_chunks(web, 1);
-	feed_scan(&f->m, web, true);
-	finish_all(&f->m, &f->r);
+	assert_int_equal(refault_fed_chunks(f, web, 1), 1);
 	assert_int_equal(web->scan_stretch, 1);
 }
 

@@ -88,20 +88,18 @@ static void test_stop_drains_queue(void **state)
 	assert_int_equal(sum, 40);
 }
 
-/* Spins on the CPU for @value ms of wall time. */
+/* Spins until its thread has had @value ms of CPU (whatever else the host runs). */
 static void run_spin(struct pt_job *job)
 {
 	struct test_job *t = (struct test_job *)job;
-	struct timespec t0, now;
 	volatile uint64_t x = 0;
+	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		for (int i = 0; i < 10000; i++)
 			x += (uint64_t)i;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 <
-		 t->value);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	} while (ts.tv_sec * 1000 + ts.tv_nsec / 1000000 < t->value);
 }
 
 static void run_sleep(struct pt_job *job)
@@ -115,37 +113,33 @@ static void done_cpu(struct pt_job *job, void *arg)
 	free(job);
 }
 
+/* The cpu_ns of one job that runs @run with @value in a pool of its own. */
+static uint64_t job_cpu_ns(void (*run)(struct pt_job *), int value)
+{
+	struct test_job *t = calloc(1, sizeof(*t));
+	struct pt_workers w;
+	uint64_t cpu = UINT64_MAX;
+
+	assert_non_null(t);
+	t->job.run = run;
+	t->job.done = done_cpu;
+	t->value = value;
+	assert_int_equal(pt_workers_start(&w, 1), 0);
+	pt_workers_submit(&w, &t->job);
+	pt_workers_stop(&w, &cpu);
+	return cpu;
+}
+
 /*
- * A job's cpu_ns is the CPU time its run() took in the worker thread: a job spinning for
- * 60 ms has most of that (the host may take some of the thread's time), one sleeping for
- * 60 ms next to nothing.
+ * A job's cpu_ns is the CPU time its run() took in the worker thread (a new thread: it
+ * starts near 0): a job that spins until its thread has had 30 ms of CPU has nearly all of
+ * it, one sleeping for 60 ms next to nothing.
  */
 static void test_job_cpu_time(void **state)
 {
-	struct pt_workers w;
-	uint64_t cpu = 0;
-	struct test_job *t;
-
 	(void)state;
-	assert_int_equal(pt_workers_start(&w, 1), 0);
-	t = calloc(1, sizeof(*t));
-	assert_non_null(t);
-	t->job.run = run_spin;
-	t->job.done = done_cpu;
-	t->value = 60;
-	pt_workers_submit(&w, &t->job);
-	pt_workers_stop(&w, &cpu);
-	assert_in_range(cpu, 20 * 1000000ULL, 5000 * 1000000ULL);
-
-	assert_int_equal(pt_workers_start(&w, 1), 0);
-	t = calloc(1, sizeof(*t));
-	assert_non_null(t);
-	t->job.run = run_sleep;
-	t->job.done = done_cpu;
-	t->value = 60;
-	pt_workers_submit(&w, &t->job);
-	pt_workers_stop(&w, &cpu);
-	assert_in_range(cpu, 0, 10 * 1000000ULL);
+	assert_in_range(job_cpu_ns(run_spin, 30), 25 * 1000000ULL, 5000 * 1000000ULL);
+	assert_in_range(job_cpu_ns(run_sleep, 60), 0, 10 * 1000000ULL);
 }
 
 /* Reports the nice value of the worker thread that runs it (per thread on Linux). */
