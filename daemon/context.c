@@ -165,23 +165,17 @@ static void apply_trim(struct pt_context *ctx, struct pt_action *a);
 
 /* Each kind of action: what runs in a worker, what its result does to the context. */
 static const struct pt_action_ops action_ops[] = {
-	[PT_JOB_OFFLOAD] = { "offload", run_offload, apply_offload },
-	[PT_JOB_PREFETCH] = { "prefetch", run_prefetch, apply_prefetch },
-	[PT_JOB_SETTLE] = { "settle", run_settle, apply_settle },
-	[PT_JOB_SCAN] = { "scan", run_scan, apply_scan },
-	[PT_JOB_COLD] = { "cold offload", run_cold, apply_cold },
-	[PT_JOB_TRIM] = { "trim", run_trim, apply_trim },
+	[PT_JOB_OFFLOAD] = { "offload", "offload", run_offload, apply_offload },
+	[PT_JOB_PREFETCH] = { "prefetch", "prefetch", run_prefetch, apply_prefetch },
+	[PT_JOB_SETTLE] = { "settle", "settle", run_settle, apply_settle },
+	[PT_JOB_SCAN] = { "scan", "scan", run_scan, apply_scan },
+	[PT_JOB_COLD] = { "cold offload", "cold", run_cold, apply_cold },
+	[PT_JOB_TRIM] = { "trim", "trim", run_trim, apply_trim },
 };
 
 const char *pt_job_kind_label(enum pt_job_kind kind)
 {
-	static const char *const labels[PT_JOB_KINDS] = {
-		[PT_JOB_OFFLOAD] = "offload", [PT_JOB_PREFETCH] = "prefetch",
-		[PT_JOB_SETTLE] = "settle", [PT_JOB_SCAN] = "scan", [PT_JOB_COLD] = "cold",
-		[PT_JOB_TRIM] = "trim",
-	};
-
-	return (unsigned int)kind < PT_JOB_KINDS ? labels[kind] : "unknown";
+	return (unsigned int)kind < PT_JOB_KINDS ? action_ops[kind].label : "unknown";
 }
 
 static struct pt_action *new_action(struct pt_context *ctx, enum pt_job_kind kind)

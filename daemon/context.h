@@ -82,7 +82,8 @@ struct pt_context;
 
 /* What a kind of action does: its run (a worker thread) and its apply (the loop thread). */
 struct pt_action_ops {
-	const char *name;
+	const char *name;	/* in log lines and waiting_for: "cold offload" */
+	const char *label;	/* as metrics and job_cpu_ms name the kind: "cold" */
 	void (*run)(struct pt_job *job);
 	void (*apply)(struct pt_context *ctx, struct pt_action *a);
 };
