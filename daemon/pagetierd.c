@@ -56,6 +56,8 @@
 #define PT_WORKER_THREADS 2
 #define PT_BACKGROUND_THREADS 2
 #define PT_BACKGROUND_NICE 19
+/* A step of the stop this long is named in the log (systemd's default stop timeout: 90 s). */
+#define PT_STOP_STEP_SLOW_MS 1000
 
 struct pt_daemon {
 	struct pt_manager m;
@@ -593,6 +595,19 @@ static void raise_fd_limit(void)
 		(unsigned long long)rl.rlim_cur, quarter, quarter);
 }
 
+/*
+ * One step of the stop is done: a slow one is named, so that an operator whose service
+ * manager waited (or gave up and killed) sees where the time went. Returns now.
+ */
+static uint64_t stop_step(const char *what, uint64_t since)
+{
+	uint64_t now = pt_now_ms();
+
+	if (now - since >= PT_STOP_STEP_SLOW_MS)
+		pt_warn("stopping: %s took %llu ms", what, (unsigned long long)(now - since));
+	return now;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -610,6 +625,7 @@ int main(int argc, char **argv)
 	bool check_only = false, lock = true;
 	char err[PT_ERRBUF_MAX];
 	struct pt_config cfg;
+	uint64_t t_stop, t;
 	enum pt_log_level lvl;
 	sigset_t sigs;
 	int c, rc;
@@ -750,13 +766,24 @@ int main(int argc, char **argv)
 	}
 	pt_info("pagetierd stopping: %zu contexts released; offloaded memory stays in swap and returns on demand",
 		d.m.n_ctxs);
+	t_stop = t = pt_now_ms();
+	/*
+	 * The operator's memory.low and memory.min first: they are the one thing pagetierd
+	 * changed that outlives it, and nothing below needs them. A stop that a service
+	 * manager's timeout cuts short later leaves nothing for the next start to put back.
+	 */
+	pt_protect_path_release(&d.m.protect_path, d.m.cfg.cgroup_root);
+	t = stop_step("protection put back", t);
 	/* Actions in flight finish (an interrupted MADV_PAGEOUT is harmless, but wait). */
 	pt_workers_stop(&d.workers, &d);
 	pt_workers_stop(&d.background, &d);
+	t = stop_step("the jobs in flight", t);
 	pt_metrics_http_stop(d.http);
 	pt_nvme_close(&d.nvme, &d.m.wear);
+	t = stop_step("the metrics server and the wear record", t);
 	if (d.bpf)
 		pt_bpf_close(d.bpf);
+	t = stop_step("detaching the BPF programs", t);
 	if (d.m.preload)
 		pt_preload_server_close(d.m.preload);
 	unlink(d.sock_path);
@@ -764,6 +791,9 @@ int main(int argc, char **argv)
 		close(d.events_fd);
 	if (d.m.kmod_fd >= 0)
 		close(d.m.kmod_fd);
+	t = stop_step("the preload server and pagetier.ko", t);
 	pt_manager_free(&d.m);
+	stop_step("the contexts", t);
+	pt_info("pagetierd stopped in %llu ms", (unsigned long long)(pt_now_ms() - t_stop));
 	return 0;
 }

@@ -127,17 +127,30 @@ def host_pressure(tap, work, script):
     return c0 - c1, b0 + HOG_MIB - b1, bool(ok)
 
 
+def uptime():
+    """Seconds since boot: the clock of pagetierd's log lines."""
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0])
+
+
 def stop(tap, daemon, logpath, what):
     """SIGTERM, 20 s to exit with 0. One that does not is reported with where its threads
     wait (their kernel stacks) and its log, then killed, so that the tests after this one
     (the module's unload) do not fail behind it."""
+    t0, up0 = time.monotonic(), uptime()
     daemon.terminate()
     try:
         rc = daemon.wait(20)
+        tap.diag(f"{what}: pagetierd exited {rc} {time.monotonic() - t0:.1f} s after SIGTERM" +
+                 "".join(f"; {l.strip()}" for l in open(logpath) if "stopping: " in l))
     except subprocess.TimeoutExpired:
         rc = None
         where = []
-        for tid in sorted(os.listdir(f"/proc/{daemon.pid}/task")):
+        try:
+            tids = sorted(os.listdir(f"/proc/{daemon.pid}/task"))
+        except OSError:     # it exited just after the 20 s: still a failure
+            tids = []
+        for tid in tids:
             t = f"/proc/{daemon.pid}/task/{tid}"
             try:
                 with open(f"{t}/comm") as f, open(f"{t}/wchan") as w, open(f"{t}/stack") as k:
@@ -146,8 +159,10 @@ def stop(tap, daemon, logpath, what):
                 where.append(f"{tid}: {e}")
         with open("/proc/meminfo") as f:
             mem = "".join(l for l in f if l.split(":")[0] in ("MemFree", "MemAvailable"))
-        tap.diag(f"{what}: pagetierd still runs 20 s after SIGTERM; {mem}" + "\n".join(where) +
-                 "\nits log:\n" + open(logpath).read()[-4000:])
+        # The stacks last: a CI log keeps a failure's tail.
+        tap.diag(f"{what}: pagetierd still runs 20 s after SIGTERM (sent at {up0:.1f} s of the "
+                 f"guest's uptime, now {uptime():.1f} s); its log:\n" +
+                 open(logpath).read()[-3000:] + f"\n{mem}" + "\n".join(where))
         daemon.kill()
         daemon.wait(20)
     return rc
