@@ -127,6 +127,16 @@ def host_pressure(tap, work, script):
     return c0 - c1, b0 + HOG_MIB - b1, bool(ok)
 
 
+# Without the BPF wake sources: what this test checks (protection) does not use them, and
+# every other scenario attaches and detaches them on both kernels. Here, under the locked
+# balloon, pagetierd's stop twice went past 20 s in the full 6.12 suite (never when the
+# test ran alone, nor when stopped during the hog's allocation), and the emulator's one
+# kernel-mode single-step trap (QEMU's multi-threaded TCG running a stale translation of
+# kernel text that was just patched; tests/vm/lib.sh) came from this test too. Attaching
+# and detaching the probes is where kernel text is patched.
+PAGETIERD = [os.path.join(BIN, "pagetierd"), "--no-bpf"]
+
+
 def uptime():
     """Seconds since boot: the clock of pagetierd's log lines."""
     with open("/proc/uptime") as f:
@@ -218,7 +228,7 @@ def main():
         e2elib.fix_perms(conf)
         runtime = os.path.join(conf, "run")
         logpath = os.path.join(work, "d.log")
-        daemon = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
+        daemon = subprocess.Popen(PAGETIERD + ["--config-dir", conf],
                                   stdout=open(logpath, "w"), stderr=subprocess.STDOUT)
         if not wait_for(lambda: status_json(runtime) is not None, 20):
             tap.bail("pagetierd did not start")
@@ -256,7 +266,7 @@ def main():
 
         # 4. Killed (no clean stop): the next pagetierd, with crit no longer critical, puts
         # the values back from what the killed one kept in its runtime_dir.
-        daemon = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
+        daemon = subprocess.Popen(PAGETIERD + ["--config-dir", conf],
                                   stdout=open(logpath, "w"), stderr=subprocess.STDOUT)
         wait_for(covered, 20, 0.25)
         daemon.kill()
@@ -264,7 +274,7 @@ def main():
         left = {f: read("", f) for f in ("memory.low", "memory.min")}
         left["crit memory.low"] = read("crit", "memory.low")
         os.unlink(os.path.join(conf, "containers.d", "crit.conf"))
-        daemon = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
+        daemon = subprocess.Popen(PAGETIERD + ["--config-dir", conf],
                                   stdout=open(logpath, "w"), stderr=subprocess.STDOUT)
         wait_for(lambda: status_json(runtime) is not None, 20)
         back = {f"parent {f}": read("", f) for f in ("memory.low", "memory.min")}
