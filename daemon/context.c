@@ -51,8 +51,6 @@ uint64_t pt_now_ms(void)
  * its CPU; nor is readahead that might still be used dropped as soon as it lands.
  */
 #define PT_TRIM_STRAY_PACE_MS 10000
-/* Prefetch quality is measured over this long after a wake. */
-#define PT_QUALITY_WINDOW_MS 10000
 /*
  * Mapped files are read ahead at a wake by a child forked into the container's cgroup
  * (the page cache is charged to the task that reads it), and a fork copies pagetierd's
@@ -1540,12 +1538,17 @@ uint32_t pt_context_max_stretch(const struct pt_context *ctx)
 	return max ? (uint32_t)max : 1;
 }
 
+bool pt_context_in_quality_window(const struct pt_context *ctx, uint64_t now)
+{
+	return ctx->prefetch_done_ms && now - ctx->prefetch_done_ms < PT_QUALITY_WINDOW_MS;
+}
+
 uint32_t pt_context_stretch(const struct pt_context *ctx, bool plenty, uint64_t now)
 {
 	uint64_t base = ctx->scan_interval_ms ? ctx->scan_interval_ms : 1000, relaxed;
 	uint32_t own = ctx->scan_stretch ? ctx->scan_stretch : 1;
 
-	if (!plenty || (ctx->prefetch_done_ms && now - ctx->prefetch_done_ms < PT_QUALITY_WINDOW_MS))
+	if (!plenty || pt_context_in_quality_window(ctx, now))
 		return own;
 	relaxed = ctx->policy.idle.threshold_ms / 2 / base;
 	if (relaxed > PT_HOT_FRESH_EPOCHS)

@@ -348,6 +348,10 @@ uint32_t pt_context_max_stretch(const struct pt_context *ctx);
  * measured scan by scan.
  */
 uint32_t pt_context_stretch(const struct pt_context *ctx, bool plenty, uint64_t now);
+/* Prefetch quality is measured over this long after a wake, scan by scan. */
+#define PT_QUALITY_WINDOW_MS 10000
+/* Whether @now falls in the quality window of the last wake's prefetch of @ctx. */
+bool pt_context_in_quality_window(const struct pt_context *ctx, uint64_t now);
 /* When the next scan of an active @ctx is due, @stretch intervals after the last. */
 uint64_t pt_context_next_scan_ms(const struct pt_context *ctx, uint32_t stretch);
 /*

@@ -460,11 +460,16 @@ void pt_manager_action_done(struct pt_manager *m, struct pt_action *a)
 	}
 }
 
-/* An event of @ctx: counted, dated (pt_sample_event), and its next tick samples it. */
+/*
+ * An event of @ctx: counted, dated (pt_sample_event), and its next tick samples it, unless
+ * it is active and sampled at its steady pace.
+ */
 static void count_event(struct pt_manager *m, struct pt_context *ctx)
 {
 	pt_sample_event(&ctx->pace, ctx->signals++, m->last_tick_ms);
-	m->due_ms[ctx - m->ctxs] = 0;
+	/* An active one at its steady pace keeps it: the event did what it does (idle.h). */
+	if (!ctx->pace.steady)
+		m->due_ms[ctx - m->ctxs] = 0;
 }
 
 /*
@@ -858,6 +863,29 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 }
 
 /*
+ * When an active @ctx is next due at its steady pace (sample_pace.h), 0 at the next poll:
+ * each poll while a wake is restored (woken with a job in flight, the prefetch's quality
+ * window or its rest's window open: those read it poll by poll), and otherwise no later
+ * than its next scan and, while it has more cold chunks to give, its next cold offload.
+ */
+static uint64_t active_due(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
+{
+	uint64_t period = pt_sample_active_period(ctx->policy.idle.threshold_ms,
+						  m->cfg.poll_interval_ms), due, scan;
+
+	if (!period || ctx->idle.state != PT_STATE_ACTIVE || ctx->wake_pending ||
+	    ctx->rest_until_ms || pt_context_in_quality_window(ctx, now))
+		return 0;
+	due = now + period;
+	scan = pt_context_next_scan_ms(ctx, pt_context_stretch(ctx, memory_plenty(m, now), now));
+	if (scan < due)
+		due = scan;
+	if (ctx->cold_more && ctx->last_cold_ms + m->cfg.scan_interval_ms < due)
+		due = ctx->last_cold_ms + m->cfg.scan_interval_ms;
+	return due > now ? due : 0;
+}
+
+/*
  * Whether the cgroup of @ctx is really gone: its directory no longer there, or another
  * cgroup's (same path, new id). A sample's -ENOENT alone is no proof: a file that lacks the
  * key read (a short read, a kernel without the field) says the same.
@@ -974,7 +1002,8 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		int rc;
 
 		/* Read without touching the context: 1,000 quiet ones are one array's walk. */
-		if (covered && m->due_ms[i] > now) {
+		/* Not covered, every context but the steady active ones (sample_pace.h). */
+		if (m->due_ms[i] > now && (covered || m->ctxs[i].pace.steady)) {
 			m->samples_skipped++;
 			continue;
 		}
@@ -989,8 +1018,8 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		}
 		sampled++;
 		ctx = &m->ctxs[i];
-		/* Due by time, not by an event: a safety sample. */
-		safety = covered && m->due_ms[i];
+		/* Due by time, not by an event: a quiet one's safety sample. */
+		safety = covered && m->due_ms[i] && !ctx->pace.steady;
 		/* Woken by an event after skipped polls: its tasks slept until the event. */
 		slept_until = covered ? pt_sample_quiet_until(&ctx->pace) : 0;
 		if (slept_until)
@@ -1034,7 +1063,7 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		tick_ctx(m, ctx, now);
 		sync_wake_events(m, ctx);
 		m->due_ms[i] = pt_sample_taken(&ctx->pace, quiet(ctx), m->bpf_wakeups, ctx->signals,
-					       now);
+					       active_due(m, ctx, now), now);
 	}
 	/* After the samples: a critical container found by this tick's walk is covered now. */
 	keep_protection(m, now);

@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "sample_pace.h"
 
+uint64_t pt_sample_active_period(uint64_t threshold_ms, uint64_t poll_ms)
+{
+	uint64_t period = threshold_ms / PT_PACE_ACTIVE_DIV;
+
+	if (period > PT_PACE_ACTIVE_MAX_MS)
+		period = PT_PACE_ACTIVE_MAX_MS;
+	return period >= 2 * poll_ms ? period : 0;
+}
+
 uint64_t pt_sample_taken(struct pt_sample_pace *p, bool quiet, bool events_cover,
-			 uint64_t signals, uint64_t now_ms)
+			 uint64_t signals, uint64_t active_due_ms, uint64_t now_ms)
 {
 	if (signals != p->signals)
 		p->follow_until_ms = now_ms + PT_PACE_FOLLOW_MS;
@@ -13,6 +22,11 @@ uint64_t pt_sample_taken(struct pt_sample_pace *p, bool quiet, bool events_cover
 		p->quiet_since_ms = 0;
 	else if (!p->quiet_since_ms)
 		p->quiet_since_ms = now_ms ? now_ms : 1;
+	p->steady = !quiet && active_due_ms > now_ms;
+	if (p->steady) {
+		p->skipping = false;
+		return active_due_ms;
+	}
 	p->skipping = events_cover && p->quiet_since_ms &&
 		      now_ms >= p->quiet_since_ms + PT_PACE_QUIET_GRACE_MS &&
 		      now_ms >= p->follow_until_ms;

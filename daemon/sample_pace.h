@@ -45,6 +45,20 @@
  * would be one every other poll at a thousand containers.
  */
 #define PT_PACE_USAGE_MAX_AGE_MS 60000
+/*
+ * An active context whose samples decide nothing new each poll (no wake being restored,
+ * no job's end to act on) is sampled every idle threshold / PT_PACE_ACTIVE_DIV, at most
+ * PT_PACE_ACTIVE_MAX_MS, and at each of its scans (the caller's @active_due_ms): what such
+ * a sample decides is whether the container has gone idle, which the idle rule judges
+ * over the whole threshold, and whether a scan or a cold offload is due, which the caller
+ * folds into the due time. Its events do not make it due: a packet or a refault changes
+ * the state of an active context without a sample (idle.h). In the density benchmark
+ * (bench/density, 2026-11-30) each noise container's sample every poll was most of the
+ * main thread's CPU, a third of pagetierd's, and the critical containers' wait for a CPU
+ * is what put the critical service out of its SLO. Below two polls, every poll.
+ */
+#define PT_PACE_ACTIVE_DIV	8
+#define PT_PACE_ACTIVE_MAX_MS	2000
 
 struct pt_sample_pace {
 	uint64_t last_ms;		/* the last sample */
@@ -54,7 +68,14 @@ struct pt_sample_pace {
 	uint64_t first_event_ms;	/* the first event since the last sample (0: none) */
 	uint64_t spread_ms;		/* taken off the safety sample's period (< MAX / 2) */
 	bool skipping;			/* the polls after the last sample pass it by */
+	bool steady;			/* active, sampled at its own pace (active_due_ms) */
 };
+
+/*
+ * The pace of an active context's samples for an idle threshold of @threshold_ms with
+ * polls every @poll_ms: the period, or 0 for every poll.
+ */
+uint64_t pt_sample_active_period(uint64_t threshold_ms, uint64_t poll_ms);
 
 /* Gives the context of cgroup @key its own safety period (the same for the same key). */
 void pt_sample_spread(struct pt_sample_pace *p, uint64_t key);
@@ -62,13 +83,16 @@ void pt_sample_spread(struct pt_sample_pace *p, uint64_t key);
 /*
  * A sample was taken and acted on at @now_ms; @quiet: the context is idle with nothing in
  * flight; @events_cover: every task wake of a tracked cgroup is an event; @signals: the
- * context's events so far (any kind). Returns when it is next due: 0 at the next poll,
- * otherwise the time from which a poll samples it again, unless an event of it comes first
- * (the caller then samples it at the next poll). The caller keeps that time where a poll
- * over every context reads it without touching the contexts themselves.
+ * context's events so far (any kind); @active_due_ms: for a context that is not quiet,
+ * when it is next due at its steady pace (0: at the next poll). Returns when it is next
+ * due: 0 at the next poll, otherwise the time from which a poll samples it again, unless
+ * an event of a quiet one comes first (the caller then samples it at the next poll;
+ * p->steady says the caller leaves a steady one's due time as it is). The caller keeps
+ * that time where a poll over every context reads it without touching the contexts
+ * themselves.
  */
 uint64_t pt_sample_taken(struct pt_sample_pace *p, bool quiet, bool events_cover,
-			 uint64_t signals, uint64_t now_ms);
+			 uint64_t signals, uint64_t active_due_ms, uint64_t now_ms);
 /*
  * An event of the context at @now_ms; @signals, its event count before this one. The first
  * since the last sample is when a quiet context's tasks started to run: until then they used

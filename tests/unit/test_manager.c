@@ -16,6 +16,7 @@
 #include "ctl.h"
 #include "fixture.h"
 #include "manager.h"
+#include "pagetier/bpf_events.h"
 
 /* What the manager handed out: the actions (kept, to be given back) and the BPF filter. */
 struct recorder {
@@ -931,6 +932,57 @@ static void test_steady_scans_stretch(void **state)
 	feed_scan_at(&f->m, web, 0x7e0000000000ULL, true);
 	finish_all(&f->m, &f->r);
 	assert_int_equal(web->scan_stretch, 1);
+}
+
+/*
+ * An active context whose idle threshold is long is sampled at its steady pace (an eighth of
+ * the threshold, at most 2 s, and at each scan), not every poll, whatever its events; it
+ * still goes idle once quiet for the threshold.
+ */
+static void test_active_contexts_sampled_at_their_pace(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms(), last = 0, usage = 1000;
+	unsigned int taken = 0;
+	char text[64];
+
+	reload_policies(f,
+			"[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 0\n\n"
+			"[db]\nmatch_cgroup = /ct/db\nclass = critical\nidle_threshold = 1s\n");
+	f->m.bpf_wakeups = true;
+	web = ctx_named(&f->m, "web");
+	/* Steady: its scans find nothing new, so they stretch to 8 s. */
+	for (int i = 0; i < 5; i++) {
+		feed_scan(&f->m, web, true);
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(web->scan_stretch, 8);
+	web->last_scan_ms = t;
+	/* 20 s of a working container: half a CPU, a packet and a fault every 100 ms. */
+	for (uint64_t end = t + 20000; t < end; t += 100) {
+		usage += 50000;
+		snprintf(text, sizeof(text), "usage_usec %llu\n", (unsigned long long)usage);
+		fx_write(f->root, "ct/web/cpu.stat", text);
+		web = ctx_named(&f->m, "web");
+		pt_manager_bpf_event(&f->m, web->cgroup_id, PT_BPF_EV_NET, 0, 0);
+		pt_manager_bpf_event(&f->m, web->cgroup_id, PT_BPF_EV_FAULT, 0, 0);
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+		web = ctx_named(&f->m, "web");
+		taken += web->pace.last_ms != last;
+		last = web->pace.last_ms;
+	}
+	assert_int_equal(web->idle.state, PT_STATE_ACTIVE);
+	/* Every 2 s, and at its scans (8 s apart) and each scan's end: 10 + 3 + 3, not 200. */
+	assert_in_range(taken, 10, 20);
+	/* Quiet from now: idle once the threshold has passed, a period late at most. */
+	for (uint64_t end = t + 60000 + PT_PACE_ACTIVE_MAX_MS + 100; t < end; t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
 }
 
 /* A job's worker CPU time goes to its container's and to the daemon's, by kind. */
@@ -2044,6 +2096,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_a_long_tick_reads_wake_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_tier_holds_offload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_scans_stretch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_active_contexts_sampled_at_their_pace, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_refault_trickle_stretches_scans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_cpu_accounted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_plenty_memory_relaxes_scans, setup, teardown),

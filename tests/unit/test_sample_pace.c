@@ -15,22 +15,25 @@ struct sim {
 	uint64_t due;
 	bool cover;		/* every task wake is an event */
 	bool quiet;		/* idle, nothing in flight */
+	uint64_t period;	/* active: its steady pace (0: every poll) */
 };
 
 /* A poll at @t, as pt_manager_tick does it: whether it sampled the context. */
 static bool poll_at(struct sim *s, uint64_t t)
 {
-	if (s->cover && s->due > t)
+	if (s->due > t && (s->cover || s->p.steady))
 		return false;
-	s->due = pt_sample_taken(&s->p, s->quiet, s->cover, s->signals, t);
+	s->due = pt_sample_taken(&s->p, s->quiet, s->cover, s->signals,
+				 s->period ? t + s->period : 0, t);
 	return true;
 }
 
-/* An event of the context, as the manager counts it: due at the next poll. */
+/* An event of the context, as the manager counts it: due at the next poll unless steady. */
 static void event_at(struct sim *s, uint64_t t)
 {
 	pt_sample_event(&s->p, s->signals++, t);
-	s->due = 0;
+	if (!s->p.steady)
+		s->due = 0;
 }
 
 static void test_without_events_every_poll(void **state)
@@ -184,6 +187,49 @@ static void test_an_event_samples_at_once(void **state)
 	assert_int_equal(s.p.quiet_since_ms, t + 1500);
 }
 
+static void test_active_period(void **state)
+{
+	(void)state;
+	/* The idle rule's own resolution: an eighth of its threshold, at most 2 s. */
+	assert_int_equal(pt_sample_active_period(8000, 500), 1000);
+	assert_int_equal(pt_sample_active_period(30000, 500), PT_PACE_ACTIVE_MAX_MS);
+	/* Less than two polls apart is every poll: the tests' 2 s thresholds keep their pace. */
+	assert_int_equal(pt_sample_active_period(2000, 200), 0);
+	assert_int_equal(pt_sample_active_period(7999, 500), 0);
+	assert_int_equal(pt_sample_active_period(0, 500), 0);
+}
+
+static void test_active_steady_paced_whatever_its_events(void **state)
+{
+	struct sim s = { .cover = true, .quiet = false, .period = 2000 };
+	unsigned int taken = 0;
+
+	(void)state;
+	for (uint64_t t = 0; t < 60000; t += 500) {
+		event_at(&s, t + 100);		/* its packets, faults, wakeups */
+		taken += poll_at(&s, t + 500);
+	}
+	assert_int_equal(taken, 30);		/* every 2 s, not every 500 ms */
+	/* Without events covering its wakes, the same: its pace is its own. */
+	s.cover = false;
+	assert_true(poll_at(&s, 62000));
+	assert_false(poll_at(&s, 62500));
+	assert_true(poll_at(&s, 64000));
+	/* Gone idle (or anything in flight the caller reads each poll): the quiet rules. */
+	s.cover = true;
+	s.quiet = true;
+	assert_true(poll_at(&s, 66000));
+	assert_false(s.p.steady);
+	assert_true(poll_at(&s, 66500));
+	event_at(&s, 66600);
+	assert_true(poll_at(&s, 67000));	/* an event samples a quiet one at once */
+	/* Active again, its caller asking for each poll (a wake being restored): each poll. */
+	s.quiet = false;
+	s.period = 0;
+	assert_true(poll_at(&s, 67500));
+	assert_true(poll_at(&s, 68000));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -194,6 +240,8 @@ int main(void)
 		cmocka_unit_test(test_safety_samples_of_contexts_quiet_together_spread),
 		cmocka_unit_test(test_usage_table_age),
 		cmocka_unit_test(test_quiet_until_the_first_event),
+		cmocka_unit_test(test_active_period),
+		cmocka_unit_test(test_active_steady_paced_whatever_its_events),
 	};
 
 	return cmocka_run_group_tests_name("sample_pace", tests, NULL, NULL);
