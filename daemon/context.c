@@ -1503,8 +1503,11 @@ static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 	}
 	ctx->last_epoch_ms = now;
 	/*
-	 * Steady (less than half of fresh_bytes new in the epoch): the next scan can wait
-	 * longer, its accessed bits gathering meanwhile. Anything more: every interval again.
+	 * Steady (less than half of fresh_bytes new per epoch the scan stands for: a scan
+	 * after a stretch of 7 sees 7 epochs' new memory, and compared whole with one epoch's
+	 * allowance the noise containers' trickle below put every stretch past 3 back to 1):
+	 * the next scan can wait longer, its accessed bits gathering meanwhile. Anything more:
+	 * every interval again.
 	 * What came back from the tier is new to the working set and is in fresh already
 	 * (fresh_access()), so a burst of refaults is watched closely; a trickle of them is
 	 * the steady state of a container whose requests touch its objects at random (the
@@ -1514,7 +1517,7 @@ static void apply_scan(struct pt_context *ctx, struct pt_action *a)
 	 * epoch by epoch) any refault is a prefetch's miss: every interval.
 	 */
 	if (ctx->idle.state == PT_STATE_ACTIVE && (!refaults || !ctx->hot.window_left) &&
-	    fresh * 2 <= ctx->policy.idle.fresh_bytes) {
+	    fresh * 2 <= ctx->policy.idle.fresh_bytes * (a->epochs ? a->epochs : 1)) {
 		uint32_t max = pt_context_max_stretch(ctx);
 
 		ctx->scan_stretch = ctx->scan_stretch * 2 <= max ? ctx->scan_stretch * 2 : max;
@@ -1533,8 +1536,8 @@ uint32_t pt_context_max_stretch(const struct pt_context *ctx)
 
 	if (ctx->policy.idle.threshold_ms / 2 / base < max)
 		max = ctx->policy.idle.threshold_ms / 2 / base;
-	if (ctx->policy.cold_after_ms && ctx->policy.cold_after_ms / 8 / base < max)
-		max = ctx->policy.cold_after_ms / 8 / base;
+	if (ctx->policy.cold_after_ms && ctx->policy.cold_after_ms / 4 / base < max)
+		max = ctx->policy.cold_after_ms / 4 / base;
 	return max ? (uint32_t)max : 1;
 }
 

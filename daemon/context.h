@@ -333,9 +333,11 @@ struct pt_action *pt_context_scan(struct pt_context *ctx, enum pt_scanner_kind s
 /*
  * The longest scan stretch for @ctx: at most PT_HOT_FRESH_EPOCHS (what is fresh is measured
  * across one scan), half its idle threshold (the memory rule still marks it busy within
- * it) and an eighth of cold_after (a chunk's coldness is seen at most an eighth late, so
- * that memory just loaded leaves about when it would with a scan every interval), in scan
- * intervals.
+ * it) and a quarter of cold_after (a chunk's coldness is seen at most a quarter late), in
+ * scan intervals. It was an eighth (8acaee5) while memory a noise container had just
+ * loaded, left late, was taken from the critical containers by the kernel's reclaim;
+ * they are protected since (memory.low and memory.min), and the scans of steady noise
+ * containers, with their models' updates, were half of pagetierd's CPU (bench/density).
  */
 uint32_t pt_context_max_stretch(const struct pt_context *ctx);
 /*

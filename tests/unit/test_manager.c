@@ -904,7 +904,7 @@ static void test_steady_scans_stretch(void **state)
 	web = ctx_named(&f->m, "web");
 	assert_int_equal(pt_context_max_stretch(web), 8);
 	web->policy.cold_after_ms = 16000;
-	assert_int_equal(pt_context_max_stretch(web), 2);	/* an eighth of cold_after */
+	assert_int_equal(pt_context_max_stretch(web), 4);	/* a quarter of cold_after */
 	web->policy.cold_after_ms = 120000;
 
 	feed_scan(&f->m, web, true);	/* 2 MiB fresh: every interval */
@@ -928,8 +928,16 @@ static void test_steady_scans_stretch(void **state)
 	pt_manager_tick(&f->m, t + 8000);
 	assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 1);
 	finish_all(&f->m, &f->r);
-	/* Fresh memory: every interval again. */
+	/*
+	 * Fresh memory, 2 MiB: in a scan that stands for 8 epochs a trickle (256 KiB an
+	 * epoch), the stretch stays; in one that stands for 2 (1 MiB an epoch, over half of
+	 * fresh_bytes), every interval again.
+	 */
 	feed_scan_at(&f->m, web, 0x7e0000000000ULL, true);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->scan_stretch, 8);
+	web->scan_stretch = 2;
+	feed_scan_at(&f->m, web, 0x7d0000000000ULL, true);
 	finish_all(&f->m, &f->r);
 	assert_int_equal(web->scan_stretch, 1);
 }
@@ -1040,6 +1048,8 @@ static void test_refault_trickle_stretches_scans(void **state)
 {
 	struct fixture *f = *state;
 	struct pt_context *web;
+	struct pt_action *scan;
+	uint64_t refaults;
 
 	reload_policies(f,
 			"[web]\nmatch_cgroup = /ct/web\nidle_threshold = 60s\ncold_after = 2m\n\n"
@@ -1056,17 +1066,39 @@ static void test_refault_trickle_stretches_scans(void **state)
 	assert_int_equal(refault_fed_chunks(f, web, 2), 2);
 	assert_int_equal(web->scan_stretch, 4);
 
-	/* Nine of them: 576 KiB, over half of fresh_bytes: every interval again. */
+	/* Nine of them in one epoch: 576 KiB, over half of fresh_bytes: every interval again. */
+	web->scan_stretch = 1;
 	assert_int_equal(refault_fed_chunks(f, web, 9), 9);
 	assert_int_equal(web->scan_stretch, 1);
+	refaults = web->hot.refaults;
 
-	/* Steady again, then one refault while a prefetch is measured: every interval. */
+	/* The same nine in a scan that stands for 4 epochs: 144 KiB an epoch, steady. */
 	feed_scan(&f->m, web, true);
 	finish_all(&f->m, &f->r);
 	assert_int_equal(web->scan_stretch, 2);
+	evict_fed_chunks(web, 9);
+	scan = pt_context_scan(web, PT_SCANNER_FALLBACK, -1, 16);
+	assert_non_null(scan);
+	scan_found(scan, 0x7f0000000000ULL, true);
+	scan->epochs = 4;
+	pt_manager_action_done(&f->m, scan);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->hot.refaults, refaults + 9);
+	assert_int_equal(web->scan_stretch, 4);
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->scan_stretch, 8);	/* at its bound, PT_HOT_FRESH_EPOCHS */
+
+	/* Still steady, then one refault while a prefetch is measured: every interval. */
+	feed_scan(&f->m, web, true);
+	finish_all(&f->m, &f->r);
+	assert_int_equal(web->scan_stretch, 8);
 	web->hot.window_left = 4;
+	web->scan_stretch = 1;		/* as a wake's prefetch sets them */
 	assert_int_equal(refault_fed_chunks(f, web, 1), 1);
-	assert_int_equal(web->scan_stretch, 1);
+	assert_int_equal(web->scan_stretch, 1);	/* steady, it would be 2 */
 }
 
 /*
@@ -1088,7 +1120,7 @@ static void test_plenty_memory_relaxes_scans(void **state)
 	f->m.cfg.free_watermark = 1ULL << 30;	/* cold_watermark auto: 2 GiB */
 	set_available(f, 5ULL << 20);		/* 5 GiB available: plenty */
 	web = ctx_named(&f->m, "web");
-	assert_int_equal(pt_context_max_stretch(web), 2);	/* an eighth of cold_after */
+	assert_int_equal(pt_context_max_stretch(web), 4);	/* a quarter of cold_after */
 	feed_scan(&f->m, web, true);
 	finish_all(&f->m, &f->r);
 	assert_int_equal(web->scan_stretch, 1);	/* all fresh: its own pace is every interval */
@@ -1150,7 +1182,7 @@ static void test_cold_offload_paced(void **state)
 	pt_manager_tick(&f->m, t);	/* samples it: 256 MiB resident */
 	finish_all(&f->m, &f->r);
 	web = ctx_named(&f->m, "web");
-	assert_int_equal(pt_context_max_stretch(web), 4);
+	assert_int_equal(pt_context_max_stretch(web), 8);	/* a quarter of cold_after */
 	/* 32 chunks used once, then nothing for 33 epochs: all cold. */
 	feed_scan(&f->m, web, true);
 	finish_all(&f->m, &f->r);
