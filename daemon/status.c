@@ -192,7 +192,7 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 		pt_context_waits_for(c, waits, sizeof(waits));
 		fprintf(out, ",\"waiting_for\":");
 		pt_json_string(out, waits);
-		fprintf(out, ",\"sampled_each_poll\":%s", c->pace.skipping ? "false" : "true");
+		fprintf(out, ",\"sampled_each_poll\":%s", c->pace.skipping || c->pace.steady ? "false" : "true");
 		fprintf(out, ",\"job_cpu_ms\":{");
 		for (int k = 0; k < PT_JOB_KINDS; k++)
 			fprintf(out, "%s\"%s\":%" PRIu64, k ? "," : "", pt_job_kind_label(k),

@@ -571,7 +571,8 @@ def cpu_window(a, b):
 def polled_by_kind(containers):
     """Of pagetierd's status, the containers it samples at every poll, counted by kind
     (c-, w-, p-), state and what each waits for (its "waiting_for"): why the polls do
-    not pass them by. The ones passed by are counted as "passed by"."""
+    not pass them by. The ones passed by (quiet, or active at their own steady pace) are
+    counted as "passed by"."""
     out = {}
     for c in containers:
         if c.get("sampled_each_poll") is False:
