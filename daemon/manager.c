@@ -1001,8 +1001,11 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		bool safety;
 		int rc;
 
-		/* Read without touching the context: 1,000 quiet ones are one array's walk. */
-		/* Not covered, every context but the steady active ones (sample_pace.h). */
+		/*
+		 * Read without touching the context: 1,000 quiet ones are one array's walk.
+		 * Events not covering every wake, only the steady active ones are passed by
+		 * (sample_pace.h).
+		 */
 		if (m->due_ms[i] > now && (covered || m->ctxs[i].pace.steady)) {
 			m->samples_skipped++;
 			continue;

@@ -52,10 +52,10 @@
  * a sample decides is whether the container has gone idle, which the idle rule judges
  * over the whole threshold, and whether a scan or a cold offload is due, which the caller
  * folds into the due time. Its events do not make it due: a packet or a refault changes
- * the state of an active context without a sample (idle.h). In the density benchmark
- * (bench/density, 2026-11-30) each noise container's sample every poll was most of the
- * main thread's CPU, a third of pagetierd's, and the critical containers' wait for a CPU
- * is what put the critical service out of its SLO. Below two polls, every poll.
+ * the state of an active context without a sample (idle.h). A sample every poll of each
+ * noise container of the density benchmark read files to learn nothing new; pacing them
+ * saved less than expected there (bench/density, 2026-11-30), but it is what such a
+ * sample is worth. Below two polls, every poll.
  */
 #define PT_PACE_ACTIVE_DIV	8
 #define PT_PACE_ACTIVE_MAX_MS	2000
