@@ -202,12 +202,17 @@ def t_resident(samples, want):
     return None
 
 
-def wake_server(srv, name, warm, out_bytes, rate):
-    """The open-loop wake: returns the figures of one wake."""
+def wake_server(srv, name, warm, out_bytes, rate, mark=None):
+    """The open-loop wake: returns the figures of one wake (@mark: the mode, for
+    HOST_CPU=1)."""
     rnd = random.Random(7)
     lat, wrong = [], 0
     samples, stop = [], threading.Event()
     mon = threading.Thread(target=sample_resident, args=(name, out_bytes, stop, samples))
+    if os.environ.get("HOST_CPU") == "1" and mark:
+        # The wake's start on the host's clock: the file's time (host_cpu.py report).
+        with open(os.path.join(os.environ["PT_OUT"], f"mark-{name}-{mark}"), "w"):
+            pass
     t0 = time.monotonic()
     mon.start()
     k = 0
@@ -389,7 +394,7 @@ def run_workload(w, res, results, work, mnt, data, tier):
                     r0 = dev_reads()
                     tracer = start_trace(w, mode) if daemon else None
                     ts0 = e2elib.tier_cgroup_stats() if tracer else {}
-                    fig = wake_server(srv, w, warm, out, rate)
+                    fig = wake_server(srv, w, warm, out, rate, mode)
                     if tracer:
                         fig["trace"] = end_trace(tracer, srv, w, mode)
                         # The tier's counters over the wake, all cgroups together: demand
