@@ -143,6 +143,7 @@ unit: $(UNIT_TESTS) $(B)/man-test/config_default daemon man $(B)/bench/density/l
 	done; \
 	echo "== bench/density/test_density.py"; python3 bench/density/test_density.py || fail=1; \
 	echo "== bench/scale/test_scale.py"; python3 bench/scale/test_scale.py || fail=1; \
+	echo "== bench/wake/test_host_cpu.py"; python3 bench/wake/test_host_cpu.py || fail=1; \
 	echo "== tests/vm/test_console_crash.py"; python3 tests/vm/test_console_crash.py || fail=1; \
 	echo "== tests/vm/test_kernel_log.sh"; tests/vm/test_kernel_log.sh || fail=1; \
 	echo "== tests/man/check_man.py"; python3 tests/man/check_man.py --bin $(B)/bin \

@@ -139,6 +139,35 @@ def kernel_threads_ticks(prefix):
     return total
 
 
+def tasks_ticks():
+    """{command name: utime + stime} of every process and kernel thread, summed by name
+    (a process's threads are in its own figure; the kworkers as one)."""
+    out = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        if name.startswith("kworker/"):
+            name = "kworkers"	# its name follows the work item it runs
+        fields = text.rsplit(")", 1)[1].split()
+        out[name] = out.get(name, 0) + int(fields[11]) + int(fields[12])
+    return out
+
+
+def top_tasks(before, after, hz, n=12):
+    """The @n command names that took the most CPU between two tasks_ticks() (seconds);
+    what the categories of a window's CPU do not name (a process gone meanwhile is not in
+    it)."""
+    d = {k: v - before.get(k, 0) for k, v in after.items()}
+    return {k: round(v / hz, 2) for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:n]
+            if v > 0}
+
+
 def cpu_busy_ticks():
     """The guest's CPU time not idle and not waiting for I/O, all CPUs, in ticks."""
     with open("/proc/stat") as f:
@@ -597,6 +626,7 @@ def main():
         cc0 = {x: cg_cpu_us(x) for x in list(CRIT) + names0}
         ks0, busy0 = kernel_threads_ticks("kswapd"), cpu_busy_ticks()
         kw0, irq0 = kernel_threads_ticks("kworker"), irq_ticks()
+        tasks0 = tasks_ticks()
         pd0 = cpu_seconds(daemon.pid) if daemon else 0
         pt0 = thread_cpu_seconds(daemon.pid) if daemon else {}
         bpf0 = bpf_prog_stats() if bpf_stats else {}
@@ -625,6 +655,7 @@ def main():
                                    + client.last_cpu_s, 2),
             "loadgen_cpu_s": {"critical": round(client.last_cpu_s, 2),
                               "noise": round(nz1 - nz0, 2)},
+            "top_tasks_cpu_s": top_tasks(tasks0, tasks_ticks(), hz),
         }
         if bpf_stats:
             # The BPF programs' own time in the window (all programs, pagetierd's and any
@@ -691,6 +722,8 @@ def main():
             log("  pagetierd's jobs (CPU s): " + "; ".join(
                 f"{side} " + (", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) or "none")
                 for side, kinds in window_cpu["pagetierd_jobs_cpu_s"].items()))
+        log("  top tasks (CPU s): " + ", ".join(
+            f"{k} {v}" for k, v in window_cpu["top_tasks_cpu_s"].items()))
         if bpf_stats:
             log("  BPF programs (s, runs): " + ", ".join(
                 f"{k} {v[0]} {v[1]}" for k, v in sorted(

@@ -54,6 +54,18 @@ class Stats(unittest.TestCase):
         self.assertEqual(pool_windows([a], 10, 10)["p99_ms"], 50.0)
 
 
+class TopTasks(unittest.TestCase):
+    def test_most_cpu_first_and_only_what_ran(self):
+        before = {"redis-server": 100, "kworkers": 50, "nginx": 10, "idle": 7}
+        after = {"redis-server": 400, "kworkers": 250, "nginx": 10, "idle": 7, "new": 100}
+        self.assertEqual(list(guest.top_tasks(before, after, 100).items()),
+                         [("redis-server", 3.0), ("kworkers", 2.0), ("new", 1.0)])
+
+    def test_at_most_n(self):
+        after = {f"t{i}": i for i in range(1, 30)}
+        self.assertEqual(len(guest.top_tasks({}, after, 100, n=5)), 5)
+
+
 class Senpai(unittest.TestCase):
     def test_probes_after_grace_then_backs_off_under_pressure(self):
         law = SenpaiLaw({"interval": 3, "pressure_us": 1000})
