@@ -121,24 +121,6 @@ def cg_cpu_us(name):
         return 0	# gone (OOM-killed): counted as nothing
 
 
-def kernel_threads_ticks(prefix):
-    """utime + stime of the kernel threads whose name starts with @prefix (kswapd...)."""
-    total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                text = f.read()
-        except OSError:
-            continue
-        name = text[text.index("(") + 1:text.rindex(")")]
-        if name.startswith(prefix):
-            fields = text.rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-    return total
-
-
 def tasks_ticks():
     """{command name: utime + stime} of every process and kernel thread, summed by name
     (a process's threads are in its own figure; the kworkers as one)."""
@@ -157,6 +139,11 @@ def tasks_ticks():
         fields = text.rsplit(")", 1)[1].split()
         out[name] = out.get(name, 0) + int(fields[11]) + int(fields[12])
     return out
+
+
+def kernel_threads_ticks(prefix):
+    """utime + stime of the kernel threads whose name starts with @prefix (kswapd...)."""
+    return sum(v for k, v in tasks_ticks().items() if k.startswith(prefix))
 
 
 def top_tasks(before, after, hz, n=12):
