@@ -32,7 +32,11 @@ for k in ${KERNELS:-6.12 6.1}; do
 			"insmod build/kmod/$kv/pagetier.ko ${PT_KMOD_PARAMS:-} && $envs python3 bench/wake/apps.py 2>&1 | tee \$PT_OUT/result.txt" |
 			grep --line-buffered -E '^# |Traceback|Error|error:|Bail' || true
 		if [ -n "$sampler" ]; then
-			wait "$sampler"
+			# The guest's QEMU is gone (pt_vm_run kills what is left of it): the sampler
+			# has ended, or never found it (the guest did not start).
+			sleep 1
+			kill "$sampler" 2>/dev/null
+			wait "$sampler" 2>/dev/null
 			python3 "$PT_TOP/bench/wake/host_cpu.py" report "$out/$kv-$p" |
 				tee "$out/host-cpu-$kv-$p.txt"
 		fi

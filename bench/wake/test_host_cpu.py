@@ -52,18 +52,20 @@ class Window(unittest.TestCase):
 
 
 class Report(unittest.TestCase):
-    def test_each_mark_with_its_first_request(self):
+    def test_each_mark_with_its_first_request_and_a_cut_last_line(self):
         with tempfile.TemporaryDirectory() as d:
             sm = samples({100: (0.1, 0.0), 101: (1.0, 0.5)}, t0=0.0, n=201)
             with open(os.path.join(d, "host-cpu.jsonl"), "w") as f:
                 f.write(json.dumps({"pid": 100, "vcpus": [101]}) + "\n")
                 for s in sm:
                     f.write(json.dumps(s) + "\n")
+                f.write('[20.1, {"100": [1')	# cut when the sampler was stopped
             mark = os.path.join(d, "mark-postgres-nopf")
             open(mark, "w").close()
             os.utime(mark, ns=(3 * S, 3 * S))
             with open(os.path.join(d, "wake-apps.json"), "w") as f:
                 json.dump({"workloads": {"postgres": {"nopf": {"first_ms": 500}}}}, f)
+            self.assertEqual(host_cpu.report(os.path.join(d, "nowhere")), 1)
             sys.stdout, out = open(os.devnull, "w"), sys.stdout
             try:
                 self.assertEqual(host_cpu.report(d), 0)
