@@ -141,9 +141,10 @@ def tasks_ticks():
     return out
 
 
-def kernel_threads_ticks(prefix):
-    """utime + stime of the kernel threads whose name starts with @prefix (kswapd...)."""
-    return sum(v for k, v in tasks_ticks().items() if k.startswith(prefix))
+def kernel_threads_ticks(tasks, prefix):
+    """utime + stime of the kernel threads whose name starts with @prefix (kswapd...), in
+    a tasks_ticks() snapshot."""
+    return sum(v for k, v in tasks.items() if k.startswith(prefix))
 
 
 def top_tasks(before, after, hz, n=12):
@@ -611,9 +612,7 @@ def main():
         # (cpu.pressure), the noise containers', kswapd's and pagetierd's time.
         cw0 = {c: stall_us(c, "cpu") for c in CRIT}
         cc0 = {x: cg_cpu_us(x) for x in list(CRIT) + names0}
-        ks0, busy0 = kernel_threads_ticks("kswapd"), cpu_busy_ticks()
-        kw0, irq0 = kernel_threads_ticks("kworker"), irq_ticks()
-        tasks0 = tasks_ticks()
+        tasks0, busy0, irq0 = tasks_ticks(), cpu_busy_ticks(), irq_ticks()
         pd0 = cpu_seconds(daemon.pid) if daemon else 0
         pt0 = thread_cpu_seconds(daemon.pid) if daemon else {}
         bpf0 = bpf_prog_stats() if bpf_stats else {}
@@ -622,15 +621,17 @@ def main():
         noise.take()
         res = client.run(measure_s)
         nz1 = noise.cpu_seconds()
-        vm1, mi = vmstat(), meminfo()
+        vm1, mi, tasks1 = vmstat(), meminfo(), tasks_ticks()
         hz = os.sysconf("SC_CLK_TCK")
         window_cpu = {
             "crit_cpu_wait_ms": {c: (stall_us(c, "cpu") - cw0[c]) // 1000 for c in CRIT},
             "crit_cpu_s": round(sum(cg_cpu_us(c) - cc0[c] for c in CRIT) / 1e6, 2),
             "noise_cpu_s": round(sum(cg_cpu_us(x) - cc0[x] for x in names0) / 1e6, 2),
-            "kswapd_cpu_s": round((kernel_threads_ticks("kswapd") - ks0) / hz, 2),
+            "kswapd_cpu_s": round((kernel_threads_ticks(tasks1, "kswapd")
+                                   - kernel_threads_ticks(tasks0, "kswapd")) / hz, 2),
             # The block layer's and the tier's deferred work (kworkers), and interrupts.
-            "kworker_cpu_s": round((kernel_threads_ticks("kworker") - kw0) / hz, 2),
+            "kworker_cpu_s": round((kernel_threads_ticks(tasks1, "kworker")
+                                    - kernel_threads_ticks(tasks0, "kworker")) / hz, 2),
             "irq_cpu_s": round((irq_ticks() - irq0) / hz, 2),
             "busy_cpu_s": round((cpu_busy_ticks() - busy0) / hz, 2),
             "pagetierd_window_cpu_s": round(cpu_seconds(daemon.pid) - pd0, 2) if daemon else None,
@@ -642,7 +643,7 @@ def main():
                                    + client.last_cpu_s, 2),
             "loadgen_cpu_s": {"critical": round(client.last_cpu_s, 2),
                               "noise": round(nz1 - nz0, 2)},
-            "top_tasks_cpu_s": top_tasks(tasks0, tasks_ticks(), hz),
+            "top_tasks_cpu_s": top_tasks(tasks0, tasks1, hz),
         }
         if bpf_stats:
             # The BPF programs' own time in the window (all programs, pagetierd's and any
