@@ -24,9 +24,12 @@ ids from QMP (query-cpus-fast).
 import glob
 import json
 import os
-import socket
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tests", "vm"))
+from qmp_diag import qmp_connect  # noqa: E402
 
 PERIOD_S = 0.05
 
@@ -48,23 +51,11 @@ def find_qemu(out):
 
 
 def vcpu_threads(qmp_path, wait_s=60):
-    """The vCPU thread ids, asked of QEMU through QMP."""
+    """The vCPU thread ids, asked of QEMU through QMP (its socket may not be up yet)."""
     end = time.monotonic() + wait_s
     while time.monotonic() < end:
         try:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.settimeout(10)
-            s.connect(qmp_path)
-            f = s.makefile("rw")
-            json.loads(f.readline())
-            for cmd in ("qmp_capabilities", "query-cpus-fast"):
-                f.write(json.dumps({"execute": cmd}) + "\n")
-                f.flush()
-                while True:
-                    r = json.loads(f.readline())
-                    if "return" in r or "error" in r:
-                        break
-            s.close()
+            r = qmp_connect(qmp_path)("query-cpus-fast")
             return [c["thread-id"] for c in r.get("return", [])]
         except (OSError, ValueError):
             time.sleep(0.5)

@@ -16,18 +16,14 @@ import socket
 import sys
 
 
-def main() -> int:
-    if len(sys.argv) != 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    try:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(10)
-        sock.connect(sys.argv[1])
-        stream = sock.makefile("rw")
-    except OSError as e:
-        print(f"qmp: cannot reach QEMU at {sys.argv[1]}: {e}")
-        return 1
+def qmp_connect(path: str, timeout: float = 10):
+    """A QMP session with the QEMU at socket @path: returns ask(command) -> its reply
+    (asynchronous events skipped), once the greeting is read and the capabilities
+    negotiated. Raises OSError or ValueError. Also used by bench/wake/host_cpu.py."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    sock.connect(path)
+    stream = sock.makefile("rw")
 
     def ask(command: str) -> dict:
         stream.write(json.dumps({"execute": command}) + "\n")
@@ -37,9 +33,22 @@ def main() -> int:
             if "return" in reply or "error" in reply:
                 return reply
 
+    json.loads(stream.readline())  # the greeting
+    ask("qmp_capabilities")
+    return ask
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
     try:
-        json.loads(stream.readline())  # the greeting
-        ask("qmp_capabilities")
+        ask = qmp_connect(sys.argv[1])
+    except (OSError, ValueError) as e:
+        print(f"qmp: cannot reach QEMU at {sys.argv[1]}: {e}")
+        return 1
+
+    try:
         status = ask("query-status").get("return", {})
         state = status.get("status", "unknown")
         print(f"qmp: QEMU reports the guest {state}"
