@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "advise_spawner.h"
 #include "cgroup.h"
 #include "grow.h"
 #include "log.h"
@@ -366,6 +367,28 @@ static int64_t advise_in_pieces(const struct pt_proc_ranges *pr, int advice, uin
 	return got > 0 ? done + got : (done ? done : got);
 }
 
+int64_t pt_advise_as_reader(const char *cgdir, const struct pt_proc_ranges *set, int n,
+			    int advice, const struct pt_backing_queue *queue)
+{
+	struct pt_fault_watch watch;
+	int64_t sum = 0;
+	int rc;
+
+	/* Below the levels pt_proc_advise() logs at: no stdio in a child of threads. */
+	pt_log_set_level(PT_LOG_WARN);
+	rc = cgdir ? join_cgroup(cgdir, 0) : 0;
+	if (rc)
+		return rc;
+	pt_fault_watch_open(&watch, queue && queue->n ? queue->cgdir : NULL);
+	for (int i = 0; i < n; i++) {
+		int64_t got = advise_in_pieces(&set[i], advice, PT_FILE_PIECE, queue, &watch);
+
+		if (got > 0)
+			sum += got;
+	}
+	return sum;
+}
+
 int pt_advise_child_start(struct pt_advise_child *c, const char *cgdir,
 			  const struct pt_proc_ranges *set, int n, int advice,
 			  const struct pt_backing_queue *queue)
@@ -376,6 +399,11 @@ int pt_advise_child_start(struct pt_advise_child *c, const char *cgdir,
 	c->fd = -1;
 	if (!n)
 		return 0;
+	/* From the spawner, a fork of a small process (advise_spawner.h); else our own. */
+	if (pt_spawner_request(cgdir, set, n, advice, queue, &c->fd) == 0) {
+		c->pid = -1;
+		return 0;
+	}
 	if (pipe2(pipefd, O_CLOEXEC))
 		return -errno;
 	c->pid = fork();
@@ -394,24 +422,8 @@ int pt_advise_child_start(struct pt_advise_child *c, const char *cgdir,
 		 * opendir() in join_cgroup() allocates, but only when the cgroup takes no
 		 * process, and glibc's malloc is fork-safe (it resets its locks in the child).
 		 */
-		struct pt_fault_watch watch;
-		int64_t sum = 0;
-		int rc;
+		int64_t sum = pt_advise_as_reader(cgdir, set, n, advice, queue);
 
-		/* Below the levels pt_proc_advise() logs at: no stdio in this child. */
-		pt_log_set_level(PT_LOG_WARN);
-		rc = join_cgroup(cgdir, 0);
-		pt_fault_watch_open(&watch, queue && queue->n ? queue->cgdir : NULL);
-		if (rc == 0)
-			for (int i = 0; i < n; i++) {
-				int64_t got = advise_in_pieces(&set[i], advice, PT_FILE_PIECE,
-							       queue, &watch);
-
-				if (got > 0)
-					sum += got;
-			}
-		else
-			sum = rc;
 		if (write(pipefd[1], &sum, sizeof(sum)) != sizeof(sum))
 			_exit(1);
 		_exit(0);
@@ -431,7 +443,8 @@ int64_t pt_advise_child_finish(struct pt_advise_child *c)
 	if (read(c->fd, &done, sizeof(done)) != sizeof(done))
 		done = -EIO;
 	close(c->fd);
-	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+	/* The spawner's reader (-1) is the spawner's to reap. */
+	while (c->pid > 0 && waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	c->pid = 0;
 	c->fd = -1;

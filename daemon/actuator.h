@@ -110,9 +110,13 @@ int64_t pt_proc_advise_shared(const struct pt_proc_ranges *set, int n, int advic
 int64_t pt_proc_advise_in_cgroup(const char *cgdir, const struct pt_proc_ranges *set, int n,
 				 int advice);
 
-/* The same in two steps, so that the caller works meanwhile: the child runs between them. */
+/*
+ * The same in two steps, so that the caller works meanwhile: the reader runs between them.
+ * The reader is a child of the readahead spawner when one runs (advise_spawner.h), else a
+ * child of the caller.
+ */
 struct pt_advise_child {
-	pid_t pid;		/* 0: none started */
+	pid_t pid;		/* 0: none started; -1: the spawner's reader; else our child */
 	int fd;			/* the result comes through this pipe */
 };
 /* With @queue (its descriptors shared with the child), each 1 MiB batch waits for it. */
@@ -120,5 +124,12 @@ int pt_advise_child_start(struct pt_advise_child *c, const char *cgdir,
 			  const struct pt_proc_ranges *set, int n, int advice,
 			  const struct pt_backing_queue *queue);
 int64_t pt_advise_child_finish(struct pt_advise_child *c);
+/*
+ * What a reader does, in the reader process: joins @cgdir (or its first leaf below; NULL:
+ * it was created in the container's cgroup), then advises each list in pieces of at most 128 KiB, behind @queue if it has tiers.
+ * Bytes advised, or -errno from the join.
+ */
+int64_t pt_advise_as_reader(const char *cgdir, const struct pt_proc_ranges *set, int n,
+			    int advice, const struct pt_backing_queue *queue);
 
 #endif

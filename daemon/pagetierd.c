@@ -31,6 +31,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "advise_spawner.h"
 #include "bpf_loader.h"
 #include "config.h"
 #include "ctl.h"
@@ -682,6 +683,14 @@ int main(int argc, char **argv)
 	d.m.poll_arg = &d;
 	pt_nvme_init(&d.nvme);
 	pt_log_set_level(level_arg ? lvl : d.m.cfg.log_level);
+	/*
+	 * The readers of a wake's mapped files are forked from a process forked now, while
+	 * pagetierd is small and has one thread, not from pagetierd itself (advise_spawner.h).
+	 */
+	rc = pt_spawner_start(lock);
+	if (rc)
+		pt_warn("readahead spawner: %s; wakes fork their file readers from pagetierd",
+			strerror(-rc));
 	/* Never let the daemon that manages swap be swapped itself; lock only what it touches. */
 	bound_locked_memory();
 	if (lock && mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT))
@@ -777,6 +786,7 @@ int main(int argc, char **argv)
 	/* Actions in flight finish (an interrupted MADV_PAGEOUT is harmless, but wait). */
 	pt_workers_stop(&d.workers, &d);
 	pt_workers_stop(&d.background, &d);
+	pt_spawner_stop();
 	t = stop_step("the jobs in flight", t);
 	pt_metrics_http_stop(d.http);
 	pt_nvme_close(&d.nvme, &d.m.wear);

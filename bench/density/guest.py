@@ -486,7 +486,8 @@ def sectors_written(dev):
 
 
 def thread_cpu_seconds(pid):
-    """{thread name: [user s, system s]} of @pid's threads (pagetierd names its pools)."""
+    """{thread name: [user s, system s]} of @pid's threads (pagetierd names its pools), and
+    pagetierd's spawner with the readers it reaped ("pt-spawner")."""
     hz, out = os.sysconf("SC_CLK_TCK"), {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -498,13 +499,33 @@ def thread_cpu_seconds(pid):
         t = out.setdefault(name, [0.0, 0.0])
         t[0] += int(fields[11]) / hz
         t[1] += int(fields[12]) / hz
+    sp = e2elib.spawner_of(pid)
+    try:
+        with open(f"/proc/{sp}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        out["pt-spawner"] = [(int(fields[11]) + int(fields[13])) / hz,
+                             (int(fields[12]) + int(fields[14])) / hz]
+    except (OSError, TypeError):
+        pass	# none (not pagetierd, or it is gone)
     return out
 
 
-def cpu_seconds(pid):
+def cpu_seconds(pid, children=False):
+    """User + system seconds of @pid; with @children, also of the children it has reaped,
+    and of pagetierd's spawner with the readers it reaped."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+        sp = e2elib.spawner_of(pid)
+        try:
+            if sp:
+                ticks += (round(cpu_seconds(sp) * os.sysconf("SC_CLK_TCK")) +
+                          (e2elib.children_cpu_ticks(sp) or 0))
+        except OSError:
+            pass	# it ended meanwhile
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 # The harness (this process: the critical service's load client, the noise client, Senpai)
@@ -613,7 +634,7 @@ def main():
         cw0 = {c: stall_us(c, "cpu") for c in CRIT}
         cc0 = {x: cg_cpu_us(x) for x in list(CRIT) + names0}
         tasks0, busy0, irq0 = tasks_ticks(), cpu_busy_ticks(), irq_ticks()
-        pd0 = cpu_seconds(daemon.pid) if daemon else 0
+        pd0 = cpu_seconds(daemon.pid, children=True) if daemon else 0
         pt0 = thread_cpu_seconds(daemon.pid) if daemon else {}
         bpf0 = bpf_prog_stats() if bpf_stats else {}
         jobs0 = jobs_cpu_ms() if daemon else None
@@ -634,7 +655,7 @@ def main():
                                     - kernel_threads_ticks(tasks0, "kworker")) / hz, 2),
             "irq_cpu_s": round((irq_ticks() - irq0) / hz, 2),
             "busy_cpu_s": round((cpu_busy_ticks() - busy0) / hz, 2),
-            "pagetierd_window_cpu_s": round(cpu_seconds(daemon.pid) - pd0, 2) if daemon else None,
+            "pagetierd_window_cpu_s": round(cpu_seconds(daemon.pid, children=True) - pd0, 2) if daemon else None,
             # The harness: this process (Senpai's controller, the measurements) and both
             # load clients (loadgen: the window's critical one, reaped by its run(), and
             # the noise one), which a real experiment runs on other machines, but which
@@ -687,7 +708,7 @@ def main():
                 "elapsed_s": round(time.monotonic() - t_begin)}
         if daemon:
             step["on_tier_MiB"] = sum(e2elib.tier_bytes_by_cgroup().values()) // MIB
-            step["pagetierd_cpu_s"] = round(cpu_seconds(daemon.pid), 2)
+            step["pagetierd_cpu_s"] = round(cpu_seconds(daemon.pid, children=True), 2)
         if damon:
             step["damon"] = damon_stats(damon)
         c, nc = step["crit"], step["noise_client"]

@@ -201,3 +201,32 @@ def read_ready(path):
     with open(path) as f:
         _, addr, size, hot = f.read().split()
     return int(addr, 16), int(size), int(hot)
+
+
+def spawner_of(pid):
+    """pagetierd's readahead spawner: its child named pt-spawner (daemon/advise_spawner.h),
+    or None."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+    except OSError:
+        return None
+    for kid in kids:
+        try:
+            with open(f"/proc/{kid}/comm") as f:
+                if f.read().strip() == "pt-spawner":
+                    return int(kid)
+        except OSError:
+            pass
+    return None
+
+
+def children_cpu_ticks(pid):
+    """The CPU time (clock ticks) of the children @pid has reaped: cutime + cstime of
+    /proc/PID/stat, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[13]) + int(fields[14])

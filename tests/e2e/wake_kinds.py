@@ -113,7 +113,11 @@ def main():
                "pagetierd recorded what each kind held at idle: " +
                ", ".join(f"{k} {v // MIB} MiB" for k, v in held.items()), json.dumps(st))
 
-        # Wake by prefetch alone: the application has not run yet.
+        # Wake by prefetch alone: the application has not run yet. Its mapped files are read
+        # by a process pagetierd's spawner forks into the container's cgroup (daemon/
+        # advise_spawner.h): that reader's CPU time is the spawner's children's once reaped.
+        spawner = e2elib.spawner_of(daemon.pid)
+        readers0 = e2elib.children_cpu_ticks(spawner) if spawner else None
         r = ctl("prefetch", NAME, runtime=runtime)
         tap.ok(r.returncode == 0 and "started" in r.stdout, "pagetierctl prefetch starts the wake",
                r.stdout + r.stderr)
@@ -138,6 +142,14 @@ def main():
                f"({st.get('prefetch_requested_bytes', 0) // MIB} MiB advised)")
         tap.ok(back["file"] >= 0.8 * FILE,
                f"mapped-file pages back ({back['file'] // MIB} of {FILE // MIB} MiB)")
+        # Reaped once it has advised every piece, which may be after the pages arrived.
+        if spawner:
+            wait_for(lambda: (e2elib.children_cpu_ticks(spawner) or 0) > readers0, 30, step=0.2)
+        readers1 = e2elib.children_cpu_ticks(spawner) if spawner else None
+        tap.ok(spawner is not None and readers1 is not None and readers1 > readers0,
+               f"the mapped files were read by a reader of pagetierd's spawner (pid {spawner}: "
+               f"its reaped children's CPU {readers0} -> {readers1} ticks), charged to the "
+               f"container as its page cache")
 
         # The application reads everything: every byte right, few major faults.
         proc.send_signal(signal.SIGUSR1)
