@@ -38,7 +38,7 @@ UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/te
 MAN_SRC        := $(wildcard docs/man/*.scd)
 MAN_PAGES      := $(foreach s,$(MAN_SRC),$(B)/man/man$(subst .,,$(suffix $(basename $(s))))/$(notdir $(basename $(s))))
 
-.PHONY: all deps kmod daemon tools kselftest bpf libpreload man test test-debug unit unit-packaging host-test vm-test faults demo lint install install-dkms fuzz clean help bench-density density-smoke bench-scale bench-scale-micro bench-scale-readers scale-smoke
+.PHONY: all deps kmod daemon tools kselftest bpf libpreload man test test-debug unit unit-packaging host-test vm-test faults demo lint install install-dkms fuzz clean help bench-density density-smoke bench-scale bench-scale-micro bench-scale-reader bench-scale-readers scale-smoke
 all: kmod bpf libpreload daemon tools kselftest man
 
 help:
@@ -204,6 +204,15 @@ $(B)/bench/scale/micro: bench/scale/micro.c $(LIBPTD) $(DAEMON_HDR)
 
 bench-scale-micro: $(B)/bench/scale/micro
 	@$(B)/bench/scale/micro
+
+# A wake's file reader forked from a daemon of 8 to 180 MiB, against one from the readahead
+# spawner (daemon/advise_spawner.h), at native speed (seconds; root for mlockall).
+$(B)/bench/scale/reader_fork: bench/scale/reader_fork.c $(LIBPTD) $(DAEMON_HDR)
+	@mkdir -p $(@D); echo "  CC    $@"
+	@$(CC) $(USER_CFLAGS) -o $@ $< $(LIBPTD) $(USER_LIBS)
+
+bench-scale-reader: $(B)/bench/scale/reader_fork
+	@$(B)/bench/scale/reader_fork
 
 # Reading N cgroups' files each tick: open/read/close, kept open (pread), one io_uring
 # submission (liburing), on a real cgroup v2 tree (seconds; root).

@@ -33,7 +33,8 @@ for BURST_MS (ptsleeper's SIGUSR2), a fresh pagetierd is started, and:
 Environment: NS ("10 100 1000 3000"), SHARES ("0 5 20"), MEASURE_S (120), PROBES (4),
 PROBE_ROUNDS (8), IDLE_S (5: the policies' idle_threshold), PERIOD_S (30), BURST_MS (200),
 SLEEPER_KB (64), WAKER_KB (1024: the periodic containers' and the probes' memory),
-SETTLE_MAX_S (900), MAX_S (12600: the guest's budget in seconds; later N are skipped past
+WAKER_FILE (none: a file the periodic containers and the probes map and read, e.g. a
+library of a few MiB, whose pages a wake reads back from pagetierd's spawner), SETTLE_MAX_S (900), MAX_S (12600: the guest's budget in seconds; later N are skipped past
 it), HOST_CAL (a file: the host's `micro --calibrate` line, for the native-to-emulated
 ratio), KB_PER_CT (the guest memory a container costs, until one N measured it: 400).
 An N is skipped, with its reason in the results, when the guest has not the memory for it.
@@ -52,9 +53,15 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tests", "e2e"))
+import e2elib  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 BIN = os.path.join(TOP, "build", "bin")
+# PAGETIERD_BIN: another build of pagetierd (a before-the-change run); default this tree's.
+PAGETIERD = os.environ.get("PAGETIERD_BIN") or os.path.join(BIN, "pagetierd")
 SLEEPER = os.path.join(TOP, "build", "bench", "scale", "ptsleeper")
 MICRO = os.path.join(TOP, "build", "bench", "scale", "micro")
 CG = "/sys/fs/cgroup"
@@ -79,9 +86,10 @@ def parse_proc_stat(text):
     """/proc/PID/stat: (utime, stime) in clock ticks, threads, rss pages. The command name
     (field 2) may hold spaces and parentheses: the fields after it follow the last ')'."""
     f = text.rsplit(")", 1)[1].split()
-    # f[0] is field 3 (state): utime is field 14, stime 15, num_threads 20, rss 24
-    return {"utime": int(f[11]), "stime": int(f[12]), "threads": int(f[17]),
-            "rss_pages": int(f[21])}
+    # f[0] is field 3 (state): utime is field 14, stime 15, cutime 16, cstime 17,
+    # num_threads 20, rss 24
+    return {"utime": int(f[11]), "stime": int(f[12]), "children": int(f[13]) + int(f[14]),
+            "threads": int(f[17]), "rss_pages": int(f[21])}
 
 
 def parse_proc_status(text):
@@ -385,7 +393,8 @@ class Containers:
     that may wake periodically (the largest share's worth, with WAKER_KB); c-IIIII, the
     others (SLEEPER_KB)."""
 
-    def __init__(self, n, n_probes, n_wakers, work, sleeper_kb, waker_kb, period_s, burst_ms):
+    def __init__(self, n, n_probes, n_wakers, work, sleeper_kb, waker_kb, period_s, burst_ms,
+                 waker_file=None):
         self.work = work
         self.probes = [f"p-{i}" for i in range(n_probes)]
         self.wakers = [f"w-{i:05d}" for i in range(n_wakers)]
@@ -405,6 +414,8 @@ class Containers:
                         "--seed", str(i + 1)]
                 if name in self.probe_files:
                     args += ["--probe", self.probe_files[name]]
+                if waker_file and not name.startswith("c-"):
+                    args += ["--file", waker_file]
                 self.pids[name] = os.posix_spawn(SLEEPER, args, os.environ)
                 if (i + 1) % 500 == 0:
                     log(f"  {i + 1}/{n} containers started ({time.monotonic() - t0:.0f} s)")
@@ -504,7 +515,7 @@ def start_daemon(work, tag, probes, idle_s):
             except (ValueError, OSError):
                 pass
 
-    d = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
+    d = subprocess.Popen([PAGETIERD, "--config-dir", conf],
                          stdout=open(logpath, "w"), stderr=subprocess.STDOUT,
                          preexec_fn=limits)
     end = time.monotonic() + 60
@@ -547,10 +558,26 @@ def counters_window(a, b):
             for k in COUNTERS if k in a and k in b}
 
 
+def readers_ticks(pid, st):
+    """CPU ticks of the processes that read a wake's mapped files, whoever forked them:
+    pagetierd's reaped children (before its spawner, and when the spawner is gone), and
+    its spawner (daemon/advise_spawner.h) with the readers it reaped."""
+    ticks = st["children"]
+    sp = e2elib.spawner_of(pid)
+    try:
+        if sp:
+            sst = parse_proc_stat(read(f"/proc/{sp}/stat"))
+            ticks += sst["utime"] + sst["stime"] + sst["children"]
+    except OSError:
+        pass	# it ended meanwhile
+    return ticks
+
+
 def proc_sample(pid):
     st = parse_proc_stat(read(f"/proc/{pid}/stat"))
     main = parse_proc_stat(read(f"/proc/{pid}/task/{pid}/stat"))
-    return {"t": time.monotonic(), "cpu": st["utime"] + st["stime"], "utime": st["utime"],
+    return {"t": time.monotonic(), "cpu": st["utime"] + st["stime"],
+            "readers": readers_ticks(pid, st), "utime": st["utime"],
             "stime": st["stime"], "main": main["utime"] + main["stime"],
             "status": parse_proc_status(read(f"/proc/{pid}/status")),
             "host": cpu_busy(read("/proc/stat"))}
@@ -565,6 +592,8 @@ def cpu_window(a, b):
             "sys_s": round((b["stime"] - a["stime"]) / CLK_TCK, 2),
             "pct_one_cpu": round(100.0 * (b["cpu"] - a["cpu"]) / CLK_TCK / dt, 2),
             "main_thread_pct": round(100.0 * (b["main"] - a["main"]) / CLK_TCK / dt, 2),
+            "file_readers_pct": round(100.0 * (b.get("readers", 0) - a.get("readers", 0))
+                                      / CLK_TCK / dt, 2),
             "guest_busy_pct": round(100.0 * busy / total, 1) if total else None}
 
 
@@ -722,7 +751,8 @@ def run_share(cts, n, share, scanner, work, out, cfg, t_begin, swapdev):
         res["polled"] = polled_by_kind(status_list(runtime) or [])
         log(pre + f"pagetierd {res['cpu']['pct_one_cpu']}% of one CPU "
             f"(user {res['cpu']['user_s']} s, sys {res['cpu']['sys_s']} s in "
-            f"{res['cpu']['window_s']} s; main thread {res['cpu']['main_thread_pct']}%), "
+            f"{res['cpu']['window_s']} s; main thread {res['cpu']['main_thread_pct']}%; "
+            f"file readers {res['cpu']['file_readers_pct']}%), "
             f"RSS {res['rss_kib'] // 1024} MiB, {res['wakes_in_window']} wakes seen; "
             f"guest {res['cpu']['guest_busy_pct']}% busy; did {res['did']}; "
             f"the tier: {res['tier']}; "
@@ -802,7 +832,8 @@ def main():
            "probe_rounds": env_int("PROBE_ROUNDS", 8), "idle_s": env_int("IDLE_S", 5),
            "period_s": env_int("PERIOD_S", 30), "burst_ms": env_int("BURST_MS", 200),
            "sleeper_kb": env_int("SLEEPER_KB", 64), "waker_kb": env_int("WAKER_KB", 1024),
-           "settle_max_s": env_int("SETTLE_MAX_S", 900)}
+           "settle_max_s": env_int("SETTLE_MAX_S", 900),
+           "waker_file": os.environ.get("WAKER_FILE") or None}
     max_s = env_int("MAX_S", 12600)
     kb_per_ct = env_int("KB_PER_CT", 400)
     t_begin = time.monotonic()
@@ -810,7 +841,7 @@ def main():
     mi = meminfo()
     log(f"{scanner}: kernel {os.uname().release}, {mi['MemTotal'] // 1024} MiB RAM, "
         f"{os.cpu_count()} CPUs; N {ns}, shares {shares}%, {cfg}")
-    for f in (SLEEPER, MICRO, os.path.join(BIN, "pagetierd")):
+    for f in (SLEEPER, MICRO, PAGETIERD):
         if not os.access(f, os.X_OK):
             raise RuntimeError(f"{f} missing: bench/scale/run.sh builds it")
     host_cal = None
@@ -868,7 +899,7 @@ def main():
             "that may wake periodically)")
         avail0 = mi["MemAvailable"]
         cts = Containers(n, k_probes, n_wakers, work, cfg["sleeper_kb"], cfg["waker_kb"],
-                         cfg["period_s"], cfg["burst_ms"])
+                         cfg["period_s"], cfg["burst_ms"], cfg["waker_file"])
         used = max(0, avail0 - meminfo()["MemAvailable"])
         result["setup_s"] = round(time.monotonic() - t_n, 1)
         result["guest_kib_per_container"] = round(used / n)

@@ -6,7 +6,11 @@
  * sleeps, with a small resident set (built static by bench/scale/run.sh).
  *
  *   ptsleeper --cgroup DIR --kb KB [--ready-fd FD] [--period-ms P] [--burst-ms B]
- *             [--probe FILE] [--seed S]
+ *             [--probe FILE] [--seed S] [--file PATH]
+ *
+ * --file PATH: PATH mapped read-only, a byte of each of its pages read at start and in
+ * every burst: mapped files (a library, say), which a wake reads ahead from a process in
+ * the container's cgroup (pagetierd's spawner, daemon/advise_spawner.h).
  *
  * Signals (blocked, taken with sigtimedwait: nothing runs between them):
  *   SIGUSR2  toggles periodic waking: every P ms (the first after a random phase in
@@ -25,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +37,9 @@
 
 static unsigned char *mem;
 static size_t pages;
+static const volatile unsigned char *file;
+static size_t file_pages;
+static unsigned long sink;
 
 static double now_ms(void)
 {
@@ -59,7 +67,10 @@ static void join_cgroup(const char *dir)
 	close(fd);
 }
 
-/* One pass: a word of every page rewritten (read, then written: a fault if it was out). */
+/*
+ * One pass: a word of every page rewritten (read, then written: a fault if it was out),
+ * and a byte of every page of the mapped file read.
+ */
 static void touch_all(uint64_t salt)
 {
 	for (size_t i = 0; i < pages; i++) {
@@ -67,6 +78,8 @@ static void touch_all(uint64_t salt)
 
 		*w = (*w * 6364136223846793005ULL) ^ salt ^ i;
 	}
+	for (size_t i = 0; i < file_pages; i++)
+		sink += file[i * PAGE];
 }
 
 /* Returns when the burst ends; *t0: its first touch. */
@@ -84,7 +97,7 @@ static double burst(double burst_ms, double *t0, uint64_t *salt)
 
 int main(int argc, char **argv)
 {
-	const char *cgroup = NULL, *probe = NULL;
+	const char *cgroup = NULL, *probe = NULL, *file_path = NULL;
 	long kb = 64, period_ms = 30000, burst_ms = 200, seed = 1;
 	int ready_fd = -1;
 	int periodic = 0;
@@ -109,12 +122,14 @@ int main(int argc, char **argv)
 			probe = v;
 		else if (!strcmp(k, "--seed"))
 			seed = atol(v);
+		else if (!strcmp(k, "--file"))
+			file_path = v;
 		else
 			break;
 	}
 	if (argc % 2 != 1 || kb < 4 || period_ms < 1 || burst_ms < 0) {
 		fprintf(stderr, "usage: ptsleeper --cgroup DIR --kb KB [--ready-fd FD] "
-			"[--period-ms P] [--burst-ms B] [--probe FILE] [--seed S]\n");
+			"[--period-ms P] [--burst-ms B] [--probe FILE] [--seed S] [--file PATH]\n");
 		return 2;
 	}
 	sigemptyset(&set);
@@ -132,6 +147,20 @@ int main(int argc, char **argv)
 		die("mmap");
 	for (size_t i = 0; i < pages; i++)
 		memset(mem + i * PAGE, (int)(0x11 + (i + (size_t)seed) % 200), PAGE);
+	if (file_path) {
+		struct stat st;
+		int fd = open(file_path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0 || fstat(fd, &st) || st.st_size < (off_t)PAGE)
+			die(file_path);
+		file_pages = (size_t)st.st_size / PAGE;
+		file = mmap(NULL, file_pages * PAGE, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (file == MAP_FAILED)
+			die("mmap --file");
+		close(fd);
+		for (size_t i = 0; i < file_pages; i++)
+			sink += file[i * PAGE];
+	}
 	srandom((unsigned int)seed);
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "r", 1) != 1)

@@ -11,9 +11,10 @@
 #   bench/scale/run.sh                     (make bench-scale; 3 to 4 hours, 9 at most)
 #   env: SCANNERS ("kmod fallback"), KERNEL (6.12), SCALE_VM_MEM (guest memory, 4G: 3,000
 #        containers need about 1.5 GiB of it), SCALE_VM_CPUS (2), NS, SHARES, MEASURE_S,
-#        PROBES, PROBE_ROUNDS, IDLE_S, PERIOD_S, BURST_MS, SLEEPER_KB, WAKER_KB,
+#        PROBES, PROBE_ROUNDS, IDLE_S, PERIOD_S, BURST_MS, SLEEPER_KB, WAKER_KB, WAKER_FILE,
 #        SETTLE_MAX_S, MAX_S, KB_PER_CT (guest.py), SCALE_OUT (the results' directory),
-#        PAGETIERD_LOG_LEVEL (info; debug at small N for a diagnosis)
+#        PAGETIERD_LOG_LEVEL (info; debug at small N for a diagnosis), PAGETIERD_BIN (another
+#        build of pagetierd, for a before-the-change run)
 #   QUICK=1: N = 10 and 1,000, 0% and 20% active, shorter windows (about 50 minutes)
 #   SMOKE=1: N = 10, 20% active, short windows, both scanners (about 10 minutes): the
 #            harness works end to end; its figures mean nothing
@@ -71,7 +72,7 @@ print(json.dumps({k: min(r[k] for r in rs) for k in rs[0]}))' >"$cal" ||
 echo "== scale: host calibration $(cat "$cal")"
 
 pass=(NS SHARES MEASURE_S PROBES PROBE_ROUNDS IDLE_S PERIOD_S BURST_MS SLEEPER_KB WAKER_KB
-      SETTLE_MAX_S MAX_S KB_PER_CT PAGETIERD_LOG_LEVEL)
+      WAKER_FILE SETTLE_MAX_S MAX_S KB_PER_CT PAGETIERD_LOG_LEVEL PAGETIERD_BIN)
 envs="HOST_CAL='$cal' $(pt_env_assignments "${pass[@]}")"
 rc=0 i=0 t0=$(date +%s)
 set -- $scanners

@@ -37,6 +37,10 @@ class Proc(unittest.TestCase):
         s = G.parse_proc_stat(STAT)
         self.assertEqual((s["utime"], s["stime"], s["threads"], s["rss_pages"]),
                          (731, 262, 5, 5120))
+        self.assertEqual(s["children"], 0)
+        # cutime and cstime: the CPU of the children it reaped (a wake's file readers).
+        self.assertEqual(G.parse_proc_stat(STAT.replace(" 731 262 0 0 ", " 731 262 11 4 "))
+                         ["children"], 15)
 
     def test_status_kb_fields(self):
         st = G.parse_proc_status("Name:\tpagetierd\nVmHWM:\t   30000 kB\nVmRSS:\t   20480 kB\n"
@@ -68,6 +72,9 @@ class Proc(unittest.TestCase):
         self.assertAlmostEqual(w["pct_one_cpu"], round(100 * 50 / tck / 10, 2))
         self.assertAlmostEqual(w["main_thread_pct"], round(100 * 10 / tck / 10, 2))
         self.assertEqual(w["guest_busy_pct"], 25.0)
+        self.assertEqual(w["file_readers_pct"], 0)
+        w = G.cpu_window(dict(a, readers=7), dict(b, readers=7 + 30))
+        self.assertAlmostEqual(w["file_readers_pct"], round(100 * 30 / tck / 10, 2))
 
 
 class Log(unittest.TestCase):
