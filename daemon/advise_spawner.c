@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -239,6 +240,7 @@ int pt_spawner_start(bool lock_memory)
 	struct timeval tv = { .tv_sec = PT_SPAWN_SEND_TIMEOUT_MS / 1000,
 			      .tv_usec = PT_SPAWN_SEND_TIMEOUT_MS % 1000 * 1000 };
 	pid_t parent = getpid(), pid;
+	struct rlimit nofile;
 	int sv[2];
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
@@ -263,6 +265,12 @@ int pt_spawner_start(bool lock_memory)
 		prctl(PR_SET_NAME, "pt-spawner");
 		signal(SIGINT, SIG_IGN);	/* a terminal's ^C is for pagetierd, which stops it */
 		signal(SIGHUP, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN);	/* a result nobody reads any more fails, no more */
+		/* A request holds each of its processes' pidfds until its reader is forked. */
+		if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+			nofile.rlim_cur = nofile.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &nofile);
+		}
 		if (lock_memory)
 			mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT);
 		serve(3);
