@@ -2,9 +2,12 @@
 """End-to-end: the hotness model and planner (issue 4). Runs as root inside the test VM with
 pagetier.ko loaded; prints TAP.
 
-  1. hot/cold: a 1 GiB container keeps 10% of its memory hot and leaves the rest: within
+  1. hot/cold: a 256 MiB container keeps 10% of its memory hot and leaves the rest: within
      two scan intervals of the rest turning cold (cold_after), >= 90% of the cold part is
-     on the tier, and refaults stay under 1% of the hot chunks per minute.
+     on the tier, and refaults stay under 1% of the hot chunks per minute. (It was 1 GiB:
+     the figures are relative, the 3 GiB guest's kernel reclaim does even less of the
+     daemon's work with less, and reading 921 MiB back from the tier at the end took 90 s
+     of TCG.)
   2. sleep/wake: a container sleeps and wakes with its working set: the prefetch's
      precision and recall, measured by pagetierd over the 10 s after the wake, are both
      >= 90%. (Its wake latency against demand paging is a benchmark: bench/wake/.)
@@ -52,28 +55,32 @@ def cgk(name, key):
     return e2elib.cg_key(name, "memory.stat", key, PARENT)
 
 
-def stop_and_verify(tap, name, proc, report, size):
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(120)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    try:
-        with open(report) as f:
-            r = json.loads(f.read())
-    except (OSError, ValueError) as e:
-        r = {"error": str(e)}
-    tap.ok(r.get("mismatches") == 0 and r.get("verified") == size,
-           f"{name}: every byte verified ({size // MIB} MiB)", json.dumps(r))
+def stop_and_verify(tap, items):
+    """items: (name, proc, report, size) each; all are told to verify at once (their
+    swap-ins overlap), then each report is judged in order."""
+    for _, proc, _, _ in items:
+        proc.send_signal(signal.SIGTERM)
+    for name, proc, report, size in items:
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        try:
+            with open(report) as f:
+                r = json.loads(f.read())
+        except (OSError, ValueError) as e:
+            r = {"error": str(e)}
+        tap.ok(r.get("mismatches") == 0 and r.get("verified") == size,
+               f"{name}: every byte verified ({size // MIB} MiB)", json.dumps(r))
 
 
 def hot_cold(tap, work, runtime, ids):
-    size = 1024 * MIB
+    size = 256 * MIB
     ready, report = os.path.join(work, "hc.ready"), os.path.join(work, "hc.report")
-    p = e2elib.start_in_cgroup(PARENT, "hc", f"--size 1G --hot-pct 10 --ready {ready} "
-                               f"--report {report}")
+    p = e2elib.start_in_cgroup(PARENT, "hc", f"--size {size // MIB}M --hot-pct 10 "
+                               f"--ready {ready} --report {report}")
     if not wait_for(lambda: os.path.exists(ready), 180, step=0.1):
-        tap.bail("hc: the 1 GiB workload did not become ready in 180 s")
+        tap.bail(f"hc: the {size // MIB} MiB workload did not become ready in 180 s")
     t_ready = time.monotonic()
     scans0 = (status_json(runtime) or {}).get("hc", {}).get("scans", 0)
     addr, _, hot = e2elib.read_ready(ready)
@@ -98,7 +105,8 @@ def hot_cold(tap, work, runtime, ids):
     hot_chunks = size // 10 // CHUNK
     r0 = st.get("refaults", 0)
     # A quarter of a minute: the hot set's refaults come at each scan (1 s), so 15 s holds
-    # fifteen chances to see one.
+    # fifteen chances to see one. 256 MiB make 409 hot chunks: under 1% of them a minute
+    # is at most one refault in the 15 s.
     time.sleep(15)
     st = (status_json(runtime) or {}).get("hc", {})
     per_min = (st.get("refaults", 0) - r0) * 4
@@ -107,7 +115,7 @@ def hot_cold(tap, work, runtime, ids):
     hot_present = e2elib.pagemap_counts(p.pid, addr, addr + hot)[0]
     tap.ok(hot_present >= 0.9 * hot // 4096,
            f"hc: the hot 10% stays resident ({hot_present * 4096 // MIB} of {hot // MIB} MiB)")
-    stop_and_verify(tap, "hc", p, report, size)
+    stop_and_verify(tap, [("hc", p, report, size)])
 
 
 def sleep_wake(tap, work, runtime):
@@ -198,8 +206,8 @@ def critical(tap, work, runtime):
     tap.ok(r.get("mismatches") == 0 and r.get("verified") == crit_size,
            f"crit: every byte intact ({r.get('wake_ms')} ms to check, never left RAM)",
            json.dumps(r))
-    for name in ("n1", "n2"):
-        stop_and_verify(tap, name, procs[name][0], procs[name][2], procs[name][3])
+    stop_and_verify(tap, [(name, procs[name][0], procs[name][2], procs[name][3])
+                          for name in ("n1", "n2")])
     procs["crit"][0].send_signal(signal.SIGTERM)
     procs["crit"][0].wait(30)
 
