@@ -40,6 +40,18 @@ SIZE_MIB = 96
 # watermarks, and there is more than that unprotected (the neighbour's and the hog's).
 HEADROOM_MIB = 160
 HOG_MIB = 288
+# The hog: writes HOG_MIB once, then says so and holds it. It does not read it all again (as
+# the holders do): with crit protected, the hog's 288 MiB do not all fit beside it, and a
+# second pass over them swapped them out and in again (the shortage with pagetierd took 36 s
+# under TCG with that pass, 26 s without), where the check needs only the shortage its
+# allocation makes.
+HOG = r'''
+import os, sys, time
+data = bytearray(os.urandom(1 << 20)) * int(sys.argv[1])
+open(sys.argv[2], "a").write("touched\n")
+while True:
+    time.sleep(3600)
+'''
 # Holds SIZE_MIB of its own memory; on SIGUSR1 touches all of it again (back from swap).
 HOLDER = r'''
 import os, signal, sys, time
@@ -52,6 +64,14 @@ touch()
 while True:
     time.sleep(3600)
 '''
+
+
+T0 = time.monotonic()
+
+
+def el():
+    """Seconds since the test started, for the diagnostics (where its time goes)."""
+    return f"[{time.monotonic() - T0:.1f} s]"
 
 
 def cg(rel):
@@ -93,20 +113,26 @@ time.sleep(3600)
 def start_balloon(tap, work):
     """Cuts the host's free memory to HEADROOM_MIB with a balloon of locked memory, in the
     test's own cgroup (outside the containers). Kept for both shortages below: filling it
-    is most of this test's time under TCG."""
+    is most of this test's time under TCG (55 s for 2.4 GiB from one process), so one
+    process per CPU fills a share side by side. Returns the processes."""
     want = max(0, meminfo("MemFree") - HEADROOM_MIB * MIB)
-    bscript, bmark = os.path.join(work, "balloon.py"), os.path.join(work, "balloon.ready")
+    n = max(1, os.cpu_count() or 1)
+    bscript = os.path.join(work, "balloon.py")
     with open(bscript, "w") as f:
         f.write(BALLOON)
-    balloon = subprocess.Popen(["python3", bscript, str(want), bmark])
-    if not wait_for(touched(bmark, 1), 180, 0.2):
-        balloon.kill()
+    marks = [os.path.join(work, f"balloon{i}.ready") for i in range(n)]
+    balloon = [subprocess.Popen(["python3", bscript, str(want // n // 4096 * 4096), m])
+               for m in marks]
+    if not wait_for(lambda: all(touched(m, 1)() for m in marks), 180, 0.2):
+        for b in balloon:
+            b.kill()
         tap.bail(f"the balloon could not lock {want // MIB} MiB")
-    tap.diag(f"{want // MIB} MiB locked by the balloon, {meminfo('MemFree') // MIB} MiB free")
+    tap.diag(f"{el()} {want // MIB} MiB locked by the balloon ({n} processes), "
+             f"{meminfo('MemFree') // MIB} MiB free")
     return balloon
 
 
-def host_pressure(tap, work, script):
+def host_pressure(tap, work, hogscript):
     """The host runs short, as a dense host does: with the balloon up, a hog in the
     unprotected neighbour allocates HOG_MIB, and the kernel's own reclaim finds the memory.
     The hog goes after. Returns (MiB crit lost, MiB be lost, whether the hog got it all)."""
@@ -114,16 +140,16 @@ def host_pressure(tap, work, script):
     if os.path.exists(hmark):
         os.unlink(hmark)
     c0, b0 = mib("crit"), mib("be")
-    hog = e2elib.start_cmd_in_cgroup(PARENT, "be", f"python3 {script} {HOG_MIB} {hmark}")
+    hog = e2elib.start_cmd_in_cgroup(PARENT, "be", f"python3 {hogscript} {HOG_MIB} {hmark}")
     try:
         ok = wait_for(touched(hmark, 1), 180, 0.2)
         c1, b1 = mib("crit"), mib("be")
     finally:
         hog.kill()
         hog.wait()
-    tap.diag(f"the hog {'allocated' if ok else 'did not finish allocating'} {HOG_MIB} MiB; "
-             f"crit {c0} -> {c1} MiB, be {b0} -> {b1} MiB (the hog's included); crit "
-             f"memory.events {read('crit', 'memory.events').split()[:2]}")
+    tap.diag(f"{el()} the hog {'allocated' if ok else 'did not finish allocating'} "
+             f"{HOG_MIB} MiB; crit {c0} -> {c1} MiB, be {b0} -> {b1} MiB (the hog's "
+             f"included); crit memory.events {read('crit', 'memory.events').split()[:2]}")
     return c0 - c1, b0 + HOG_MIB - b1, bool(ok)
 
 
@@ -185,15 +211,18 @@ def touched(path, n):
 def main():
     tap = Tap()
     work = tempfile.mkdtemp(prefix="pt-low-")
-    daemon = tier = balloon = None
+    daemon = tier = None
+    balloon = []
     procs = {}
     print("TAP version 13", flush=True)
     try:
         tier = e2elib.create_tier(tap, "/dev/nvme0n1")
         e2elib.setup_cgroups(PARENT, ["crit", "be"])
-        script = os.path.join(work, "holder.py")
+        script, hogscript = os.path.join(work, "holder.py"), os.path.join(work, "hog.py")
         with open(script, "w") as f:
             f.write(HOLDER)
+        with open(hogscript, "w") as f:
+            f.write(HOG)
         for n in ("crit", "be"):
             mark = os.path.join(work, f"{n}.touched")
             procs[n] = (e2elib.start_cmd_in_cgroup(
@@ -202,14 +231,14 @@ def main():
             tap.bail("the memory holders did not start")
         mount = next((l.split()[3] for l in open("/proc/mounts")
                       if l.split()[1] == e2elib.CG), "?")
-        tap.diag(f"cgroup2 mounted with {mount}; parent memory.low {read('', 'memory.low')}; "
-                 f"crit {mib('crit')} MiB, be {mib('be')} MiB")
+        tap.diag(f"{el()} cgroup2 mounted with {mount}; parent memory.low "
+                 f"{read('', 'memory.low')}; crit {mib('crit')} MiB, be {mib('be')} MiB")
 
         balloon = start_balloon(tap, work)
 
         # 1. The control: the critical container's own memory.low alone.
         write("crit", "memory.low", "max")
-        c_lost, b_lost, hog_ok = host_pressure(tap, work, script)
+        c_lost, b_lost, hog_ok = host_pressure(tap, work, hogscript)
         tap.ok(hog_ok and c_lost >= 8,
                f"control: memory.low=max on crit alone, its parent at 0: the host's reclaim "
                f"takes {c_lost} MiB of crit's (the parent bounds the child's protection)")
@@ -217,6 +246,7 @@ def main():
         for n, (p, mark) in procs.items():
             p.send_signal(signal.SIGUSR1)
         wait_for(lambda: all(touched(m, 2)() for _, m in procs.values()), 120, 0.2)
+        tap.diag(f"{el()} crit {mib('crit')} MiB, be {mib('be')} MiB again")
 
         # 2. With pagetierd: crit is critical, be is not opted in (nobody protects it).
         conf = os.path.join(work, "etc")
@@ -239,6 +269,7 @@ def main():
             v["crit memory.min"] = read("crit", "memory.min")
             return all(x.isdigit() and int(x) // MIB >= mib("crit") for x in v.values()) and v
         held = wait_for(covered, 20, 0.25)
+        tap.diag(f"{el()} pagetierd started")
         st = e2elib.ctl("status", runtime=runtime).stdout
         tap.ok(f"protection: /{PARENT} memory.low " in st and f"protection: /{PARENT}/crit "
                f"memory.low max, memory.min " in st,
@@ -250,7 +281,7 @@ def main():
                f"{int(read('', 'memory.min')) // MIB} MiB, for crit's {need} MiB",
                open(logpath).read())
         c0 = mib("crit")
-        c_lost, b_lost, hog_ok = host_pressure(tap, work, script)
+        c_lost, b_lost, hog_ok = host_pressure(tap, work, hogscript)
         tap.ok(hog_ok and c_lost <= max(2, c0 // 20) and b_lost >= 32,
                f"with pagetierd: the same shortage takes {c_lost} MiB of crit's {c0} and "
                f"{b_lost} MiB of the unprotected neighbour's")
@@ -280,22 +311,26 @@ def main():
         back = {f"parent {f}": read("", f) for f in ("memory.low", "memory.min")}
         back["crit memory.min"] = read("crit", "memory.min")
         back["crit memory.low"] = read("crit", "memory.low")
+        tap.diag(f"{el()} the next pagetierd started")
         tap.ok(all(v != "0" for v in left.values()) and all(v == "0" for v in back.values()),
                f"after a SIGKILL ({left} left), the next pagetierd puts them back: {back}",
                open(logpath).read())
         stop(tap, daemon, logpath, "at the end")
         daemon = None
     finally:
-        for p in [p for p, _ in procs.values()] + [balloon]:
-            if p:
-                p.kill()
-                p.wait()
+        # Killed together, then waited for: they exit (the balloon's GiBs freed) side by side.
+        mine = [p for p, _ in procs.values()] + balloon
+        for p in mine:
+            p.kill()
+        for p in mine:
+            p.wait()
         if daemon:
             stop(tap, daemon, logpath, "after a failure")
         time.sleep(0.5)
         if tier:
             e2elib.destroy_tier(tap, tier)
         e2elib.remove_cgroups(PARENT, ["crit", "be"])
+        tap.diag(f"{el()} cleaned up")
     print(f"1..{tap.n}")
     print(f"# critical_low: {tap.n - tap.failed} passed, {tap.failed} failed", flush=True)
     sys.exit(1 if tap.failed else 0)

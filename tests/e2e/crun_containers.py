@@ -3,11 +3,11 @@
 root inside the test VM with pagetier.ko loaded; prints TAP.
 
 Three containers from OCI bundles built here from files on the machine (no registry): a
-root file system of Debian's static busybox and the ptwork workload (statically linked when
-glibc's libc.a is there, else the host's libraries bind-mounted read-only), config.json from
-`crun spec`, edited. Each gets a random 64-hex-digit id, as Docker, Podman and containerd
-draw them, and crun's cgroupfs manager (no systemd here) puts it in the cgroup its
-linux.cgroupsPath names, in the shapes runtimes give crun:
+root file system of Debian's static busybox and the ptwork workload (build/bin/ptwork, with
+the shared libraries ldd lists copied in), config.json from `crun spec`, edited. Each gets
+a random 64-hex-digit id, as Docker, Podman and containerd draw them, and crun's cgroupfs
+manager (no systemd here) puts it in the cgroup its linux.cgroupsPath names, in the shapes
+runtimes give crun:
   crun-a   /pt-crun/<id>          Docker's and containerd's cgroupfs drivers (/docker/<id>)
   crun-b   /pt-crun/libpod-<id>   Podman's cgroupfs driver (/libpod_parent/libpod-<id>)
   crun-c   /pt-crun/<id>          not opted in
@@ -18,7 +18,7 @@ prefetches, and ptwork verifies every byte; crun-c is never touched.
 
 Podman is not exercised: a TAP diagnostic ("# podman: not attempted: ...") says why.
 
-  crun_containers.py [--size 128M] [--idle 2s] [--backing /dev/nvme0n1]
+  crun_containers.py [--size 64M] [--idle 2s] [--backing /dev/nvme0n1]
 """
 import argparse
 import json
@@ -28,13 +28,20 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import e2elib
-from e2elib import BIN, CG, MIB, TOP, Tap, ctl, run, status_json, wait_for
+from e2elib import BIN, CG, MIB, Tap, ctl, run, status_json, wait_for
 
 PARENT = "pt-crun"
 BUSYBOX = "/bin/busybox"
+T0 = time.monotonic()
+
+
+def el():
+    """Seconds since the test started, for the diagnostics (where its time goes)."""
+    return f"[{time.monotonic() - T0:.1f} s]"
 
 
 def cg_path(rel, f=None):
@@ -90,7 +97,9 @@ class Container:
 
 
 def build_rootfs(tap, work):
-    """The image: busybox (static) and ptwork, static if it links so. Returns (rootfs, binds)."""
+    """The image: busybox (static), and build/bin/ptwork with the shared libraries it links
+    (its interpreter and libc, as ldd lists them), copied in: the bundle holds everything it
+    runs. (Compiling ptwork with cc -static in the guest took 38 s under TCG.)"""
     rootfs = os.path.join(work, "rootfs")
     for d in ("bin", "out", "proc", "dev", "sys", "tmp", "etc"):
         os.makedirs(os.path.join(rootfs, d))
@@ -102,29 +111,28 @@ def build_rootfs(tap, work):
     with open(os.path.join(rootfs, "etc", "passwd"), "w") as f:
         f.write("root:x:0:0:root:/:/bin/sh\n")
     ptwork = os.path.join(rootfs, "ptwork")
-    binds = []
-    src = os.path.join(TOP, "tests", "e2e", "ptwork.c")
-    r = run(["cc", "-O2", "-std=gnu11", "-D_GNU_SOURCE", "-static", "-o", ptwork, src])
-    if r.returncode == 0 and is_static(ptwork):
-        tap.diag("image: busybox-static and ptwork linked statically (cc -static): "
-                 "the bundle holds everything it runs")
-    else:
-        # No libc.a: the dynamically linked build/bin/ptwork, with the host's libraries
-        # bind-mounted read-only where its interpreter and libc are looked for.
-        tap.diag(f"cc -static failed ({r.stderr.strip()[:200]}); ptwork dynamically linked "
-                 "with the host's /usr/lib and /usr/lib64 bind-mounted read-only")
-        shutil.copy2(os.path.join(BIN, "ptwork"), ptwork)
-        for d in ("/usr/lib", "/usr/lib64"):
-            if os.path.isdir(d):
-                os.makedirs(os.path.join(rootfs, d.lstrip("/")), exist_ok=True)
-                binds.append(d)
-        os.symlink("usr/lib", os.path.join(rootfs, "lib"))
-        if "/usr/lib64" in binds:
-            os.symlink("usr/lib64", os.path.join(rootfs, "lib64"))
-    return rootfs, binds
+    shutil.copy2(os.path.join(BIN, "ptwork"), ptwork)
+    libs = []
+    if not is_static(ptwork):
+        r = run(["ldd", ptwork])
+        # "\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)", "\t/lib64/ld-linux-x86-64.so.2
+        # (0x...)"; linux-vdso.so.1 has no file.
+        libs = [w for line in r.stdout.splitlines() for w in line.split()[:3]
+                if w.startswith("/")]
+        if r.returncode != 0 or not libs:
+            tap.bail(f"ldd {ptwork}: {r.returncode}: {r.stdout.strip()} {r.stderr.strip()}")
+        for lib in libs:
+            # At the same path in the image, the file itself (not a symlink to the host's).
+            dest = os.path.join(rootfs, lib.lstrip("/"))
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            shutil.copy2(lib, dest)
+    tap.diag("image: busybox-static and ptwork" +
+             (f" with {', '.join(libs)} copied in" if libs else " (static)") +
+             ": the bundle holds everything it runs")
+    return rootfs
 
 
-def make_bundle(crun, c, rootfs, binds, size, work):
+def make_bundle(crun, c, rootfs, size, work):
     """An OCI bundle for @c: config.json from `crun spec`, edited."""
     os.makedirs(c.out)
     shutil.copytree(rootfs, os.path.join(c.bundle, "rootfs"), symlinks=True)
@@ -141,9 +149,6 @@ def make_bundle(crun, c, rootfs, binds, size, work):
     spec["hostname"] = c.name
     spec["mounts"].append({"destination": "/out", "type": "bind", "source": c.out,
                            "options": ["rbind", "rw"]})
-    for d in binds:
-        spec["mounts"].append({"destination": d, "type": "bind", "source": d,
-                               "options": ["rbind", "ro", "nosuid", "nodev"]})
     spec["linux"]["cgroupsPath"] = c.rel
     spec.setdefault("annotations", {})["io.pagetier.test"] = "crun_containers"
     with open(os.path.join(c.bundle, "config.json"), "w") as f:
@@ -151,22 +156,24 @@ def make_bundle(crun, c, rootfs, binds, size, work):
 
 
 def start(tap, crun, c):
-    def attempt():
+    """crun run -d: one container (the containers start side by side, one thread each)."""
+    def attempt(no_pivot):
         # Detached, without a terminal: the container keeps crun's stdio, so it goes to a
         # file (a pipe would stay open as long as the container runs).
         args = ["crun", "--root", crun.root, "run", "-d", "--bundle", c.bundle]
-        if crun.no_pivot:
+        if no_pivot:
             args.append("--no-pivot")
         with open(c.log, "a") as log:
             return subprocess.run(args + [c.id], stdin=subprocess.DEVNULL, stdout=log,
                                   stderr=log, timeout=120)
-    r = attempt()
-    if r.returncode != 0 and not crun.no_pivot and "pivot_root" in open(c.log).read():
+    no_pivot = crun.no_pivot
+    r = attempt(no_pivot)
+    if r.returncode != 0 and not no_pivot and "pivot_root" in open(c.log).read():
         # A root file system pivot_root cannot leave (an initramfs): crun's fallback.
         tap.diag(f"{c.name}: pivot_root refused here; crun run --no-pivot")
         crun.no_pivot = True
         crun.cmd("delete", "-f", c.id)
-        r = attempt()
+        r = attempt(True)
     c.started = True	# whatever happened, the cleanup asks crun to delete it
     with open(c.log) as f:
         log = f.read()
@@ -180,12 +187,19 @@ def start(tap, crun, c):
     return None
 
 
-def stop(tap, crun, c):
-    """SIGTERM through crun (ptwork exits 0), then crun delete; -f if it did not stop."""
-    if not c.started or crun.state(c.id) is None:
-        return
-    crun.cmd("kill", c.id, "TERM")
-    wait_for(lambda: (crun.state(c.id) or {}).get("status") in ("stopped", None), 15)
+def stop(tap, crun, conts):
+    """SIGTERM through crun to every container (ptwork exits 0), then crun delete; -f for
+    one that did not stop. The containers stop side by side."""
+    conts = [c for c in conts if c.started and crun.state(c.id) is not None]
+    for c in conts:
+        crun.cmd("kill", c.id, "TERM")
+    for c in conts:
+        wait_for(lambda: (crun.state(c.id) or {}).get("status") in ("stopped", None), 15)
+        delete(tap, crun, c)
+
+
+def delete(tap, crun, c):
+    """crun delete; -f if that fails."""
     r = crun.cmd("delete", c.id)
     if r.returncode != 0:
         r = crun.cmd("delete", "-f", c.id)
@@ -224,7 +238,7 @@ def podman_note(tap):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--size", default="128M")
+    ap.add_argument("--size", default="64M")
     ap.add_argument("--idle", default="2s")
     ap.add_argument("--backing", default="/dev/nvme0n1")
     args = ap.parse_args()
@@ -250,7 +264,6 @@ def main():
 
         tier = e2elib.create_tier(tap, args.backing)
         crun = Crun(work)
-        rootfs, binds = build_rootfs(tap, work)
 
         ids = [secrets.token_hex(32) for _ in range(3)]
         conts = [Container("crun-a", ids[0], f"/{PARENT}/{ids[0]}", ids[0], work),
@@ -258,10 +271,6 @@ def main():
                  Container("crun-c", ids[2], f"/{PARENT}/{ids[2]}", None, work)]
         opted = [c for c in conts if c.opted]
         left = conts[2]
-        for c in conts:
-            make_bundle(crun, c, rootfs, binds, args.size, work)
-            tap.diag(f"{c.name}: id {c.id}, cgroupsPath {c.rel}, "
-                     + (f"opted in by match_id = {c.opted}" if c.opted else "not opted in"))
         # The parent with the memory controller delegated; crun creates the containers'
         # cgroups below it (cgroupfs manager: there is no systemd to ask).
         e2elib.setup_cgroups(PARENT, [])
@@ -275,12 +284,31 @@ def main():
         logf = open(os.path.join(work, "pagetierd.log"), "w")
         daemon = subprocess.Popen([os.path.join(BIN, "pagetierd"), "--config-dir", conf],
                                   stdout=logf, stderr=subprocess.STDOUT)
+        # The bundles while pagetierd starts (its BPF programs load for seconds under TCG).
+        rootfs = build_rootfs(tap, work)
+        for c in conts:
+            make_bundle(crun, c, rootfs, args.size, work)
+            tap.diag(f"{c.name}: id {c.id}, cgroupsPath {c.rel}, "
+                     + (f"opted in by match_id = {c.opted}" if c.opted else "not opted in"))
         if not wait_for(lambda: status_json(runtime) is not None, 15):
             tap.bail("pagetierd did not start")
+        tap.diag(f"{el()} pagetierd started, the bundles built")
 
-        # The containers, run by crun.
+        # The containers, run by crun, side by side (each crun run takes seconds under TCG).
+        errs = {}
+
+        def run_one(c):
+            try:
+                errs[c.name] = start(tap, crun, c)
+            except Exception as e:      # reported below, as crun's own failure would be
+                errs[c.name] = f"{type(e).__name__}: {e}"
+        threads = [threading.Thread(target=run_one, args=(c,)) for c in conts]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         for c in conts:
-            err = start(tap, crun, c)
+            err = errs.get(c.name, "did not run")
             if err:
                 tap.ok(False, f"{c.name}: crun runs the container", err)
                 tap.bail(f"{c.name}: crun could not run the container")
@@ -300,7 +328,7 @@ def main():
                     tap.diag(f"{c.name} output:\n{f.read()}")
             tap.bail("the containers' workloads did not become ready within 180 s")
         left_current = cg_u64(left.rel, "memory.current")
-        tap.diag("anonymous memory before idle: " +
+        tap.diag(f"{el()} anonymous memory before idle: " +
                  ", ".join(f"{c.name} {before[c.name] // MIB} MiB" for c in conts))
 
         # match_id found each opted-in container's own cgroup, and nothing else.
@@ -324,6 +352,7 @@ def main():
             return all(st.get(c.name, {}).get("state") == "idle" and
                        tb.get(c.cgid, 0) >= 0.9 * before[c.name] for c in opted)
         wait_for(offloaded, 120, step=0.5)
+        tap.diag(f"{el()} idle")
         st = status_json(runtime) or {}
         tb = e2elib.tier_bytes_by_cgroup()
         for c in opted:
@@ -367,6 +396,7 @@ def main():
                     back[c.name] = cg_stat(c.rel, "anon")
             return len(back) == len(conts)
         wait_for(reported, 180, step=0.1)
+        tap.diag(f"{el()} every workload reported")
         for c in conts:
             try:
                 with open(c.report) as f:
@@ -400,8 +430,7 @@ def main():
         tap.diag("pagetierctl status after the wake:\n" + ctl("status", runtime=runtime).stdout)
     finally:
         if crun:
-            for c in conts:
-                stop(tap, crun, c)
+            stop(tap, crun, conts)
             left_over = [c.name for c in conts if os.path.isdir(cg_path(c.rel))]
             tap.ok(not left_over and not crun.cmd("list", "-q").stdout.strip(),
                    "crun stopped and deleted every container, and their cgroups",
@@ -414,6 +443,7 @@ def main():
                 daemon.kill()
                 rc = daemon.wait()
             tap.ok(rc == 0, "pagetierd stops cleanly on SIGTERM", f"exit {rc}")
+            tap.diag(f"{el()} pagetierd stopped")
             with open(os.path.join(work, "pagetierd.log")) as f:
                 tap.diag("pagetierd log:\n" + f.read())
         if tier:
