@@ -46,7 +46,7 @@
 
 /* ---- item 2 ---- */
 
-#define DP_ROUNDS	40U
+#define DP_ROUNDS	20U
 #define DP_PAGES	1024		/* 4 MiB a round: 64 segments of 64 KiB to prefetch */
 #define DP_TAG		75
 
@@ -54,7 +54,7 @@
 
 #define CG_TAG		80
 #define CG_EXTRA	8		/* cgroups beyond the table's size */
-#define CG_PAR		32		/* writers at once */
+#define CG_PAR		4		/* writers at once, each of every CG_PAR-th cgroup */
 
 FIXTURE(harden) {
 	int ctl;
@@ -169,6 +169,41 @@ static int cg_write(const char *dev, const char *cg, uint64_t tag, const uint64_
 	return 0;
 }
 
+/*
+ * In a child: for cgroups @top/c@first, c(@first + CG_PAR)... below @total, makes the
+ * cgroup, enters it and writes one page there (slot i for ci) from a page allocated
+ * (charged) in it; then flushes. Charges stay where they were made: each page is
+ * attributed to its own cgroup.
+ */
+static int cg_write_each(const char *dev, const char *top, uint32_t first, uint32_t total)
+{
+	char path[PATH_MAX];
+	uint32_t i;
+	char *buf;
+	int fd;
+
+	fd = open(dev, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0)
+		return 12;
+	for (i = first; i < total; i += CG_PAR) {
+		if (snprintf(path, sizeof(path), "%.*s/c%u", PATH_MAX - 16, top, i) >= PATH_MAX)
+			return 10;
+		if ((mkdir(path, 0755) && errno != EEXIST) || tu_cg_enter(path))
+			return 10;
+		buf = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED)
+			return 11;
+		tu_fill(buf, CG_TAG, i, 1);
+		if (pwrite(fd, buf, PG, (uint64_t)i * PG) != (ssize_t)PG)
+			return 13;
+		munmap(buf, PG);
+	}
+	if (fsync(fd))
+		return 14;
+	close(fd);
+	return 0;
+}
+
 static unsigned long long stat_col(uint32_t id, const char *file, int col)
 {
 	unsigned long long v[32] = { 0 };
@@ -272,7 +307,7 @@ TEST_F_TIMEOUT(harden, prefetch_waiters_under_pressure, 240)
 	struct pagetier_prefetch pf;
 	int i, fd, left, stalled, bad = 0, tries;
 	char *buf;
-	double t0;
+	double t0, t_set;
 
 	ASSERT_EQ(0, tu_cg_setup_root());
 	if (system("modprobe dm-delay 2>/dev/null; command -v dmsetup >/dev/null"))
@@ -359,6 +394,7 @@ TEST_F_TIMEOUT(harden, prefetch_waiters_under_pressure, 240)
 		EXPECT_EQ(0, waitid(P_PID, self->kid[i], &si, WEXITED | WNOHANG | WNOWAIT));
 		EXPECT_EQ(0, si.si_pid) TH_LOG("reader %d did not wait for the prefetch read", i);
 	}
+	t_set = tu_now() - t0;
 
 	/* The writers, through the landing. */
 	for (i = 0; i < WRITERS; i++) {
@@ -369,8 +405,8 @@ TEST_F_TIMEOUT(harden, prefetch_waiters_under_pressure, 240)
 	}
 
 	left = wait_kids(self, READERS + WRITERS, STALL_S, &bad);
-	TH_LOG("%d of %d readers and writers done after %.1f s", READERS + WRITERS - left,
-	       READERS + WRITERS, tu_now() - t0);
+	TH_LOG("race set up %.1f s after the prefetch read started (it takes %d ms); %d of %d readers and writers done after %.1f s",
+	       t_set, DELAY_MS, READERS + WRITERS - left, READERS + WRITERS, tu_now() - t0);
 	stalled = left;
 	if (stalled) {
 		/* Let the slab serve again, so that the stuck I/O drains. */
@@ -387,8 +423,14 @@ TEST_F_TIMEOUT(harden, prefetch_waiters_under_pressure, 240)
 	EXPECT_LE(r0[RS_DROPPED] + PF_PAGES, r1[RS_DROPPED]);
 	EXPECT_EQ(0ULL, r1[RS_STAGED]);
 
-	/* Every page reads back (in two reads: the device is slow). */
+	/*
+	 * Every page reads back. The delay has done its part: a linear table in its place
+	 * (the reads would take DELAY_MS each, and the teardown swaps it in anyway).
+	 */
 	tu_param_restore(&self->fault);
+	snprintf(cmd, sizeof(cmd), "echo '0 %llu linear %s 0' | dmsetup reload %s && dmsetup resume %s",
+		 DM_SECTORS, tu_backing(), self->dm_name, self->dm_name);
+	ASSERT_EQ(0, system(cmd));
 	free(buf);
 	buf = page_buf(WRITERS * W_PAGES);
 	ASSERT_NE(NULL, buf);
@@ -508,11 +550,11 @@ TEST_F_TIMEOUT(harden, cgroup_table_full, 600)
 	unsigned long long ts[32] = { 0 }, max_cg;
 	const struct pagetier_cgroup_stat *n, *u;
 	struct pagetier_cgroup_stat *all;
-	char path[PATH_MAX + 32], name[64], buf[64], *page;
+	char path[PATH_MAX + 32], buf[64], *page;
 	struct pagetier_event ev[64];
 	uint64_t slot, new_id, id, new_slot;
 	struct pagetier_prefetch pf;
-	uint32_t i, total, count;
+	uint32_t total, count;
 	int k, fd, evfd, bad = 0;
 	ssize_t got;
 	bool seen = false;
@@ -532,23 +574,16 @@ TEST_F_TIMEOUT(harden, cgroup_table_full, 600)
 	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", self->cg_top);
 	ASSERT_EQ(0, tu_write_file(path, "+memory"));
 
-	/* CG_PAR writers at a time, one page and one cgroup each. */
-	for (i = 0; i < total; i++) {
-		k = i % CG_PAR;
-		if (self->kid[k] > 0 && tu_wait_exit(&self->kid[k]))
-			bad++;
-		snprintf(name, sizeof(name), "pagetier-harden-cg-%d/c%u", getpid(), i);
-		ASSERT_EQ(0, tu_cg_create(name, path, sizeof(path), &id));
-		self->ncg = i + 1;
+	/* CG_PAR writers, one page and one cgroup at a time (the teardown removes them). */
+	self->ncg = total;
+	for (k = 0; k < CG_PAR; k++) {
 		self->kid[k] = fork();
 		ASSERT_LE(0, self->kid[k]);
-		if (!self->kid[k]) {
-			slot = i;
-			_exit(cg_write(self->dev, path, CG_TAG, &slot, 1, 1));
-		}
+		if (!self->kid[k])
+			_exit(cg_write_each(self->dev, self->cg_top, k, total));
 	}
 	for (k = 0; k < CG_PAR; k++)
-		if (self->kid[k] > 0 && tu_wait_exit(&self->kid[k]))
+		if (tu_wait_exit(&self->kid[k]))
 			bad++;
 	ASSERT_EQ(0, bad) TH_LOG("%d cgroup writers failed", bad);
 

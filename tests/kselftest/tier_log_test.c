@@ -189,7 +189,7 @@ TEST_F(log, geometry)
 
 #define MIX_WORKERS	4
 #define MIX_CHUNK	64	/* slots; chunk c belongs to worker c % MIX_WORKERS */
-#define MIX_OPS		3000
+#define MIX_OPS		1200	/* per worker: ~80 MiB written in all, 2.5 times the tier */
 #define MIX_RUN		16
 
 /* One worker: random writes, reads and discards of its chunks; every read checked. */
@@ -352,9 +352,11 @@ TEST_F_TIMEOUT(log, gc_fragmentation, 240)
 	/*
 	 * Rounds: punch holes of 1-4 slots in a quarter of the churned part, then fill them
 	 * again and overwrite another quarter: the live data stays near the capacity and
-	 * the garbage is spread over every segment.
+	 * the garbage is spread over every segment. Each round writes some 2700 pages, twice
+	 * the 21 segments the full tier has left: the collector moves pages in the first
+	 * round already, and in the second it collects segments it wrote itself.
 	 */
-	for (round = 0; round < 6; round++) {
+	for (round = 0; round < 2; round++) {
 		for (i = 0; i < NSLOTS / 16; i++) {
 			unsigned int len = 1 + (r = tu_mix64(r)) % 4;
 
@@ -632,7 +634,7 @@ TEST_F(log, overlapping_inflight)
 	fd = open(self->dev, O_RDWR | O_DIRECT | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, sys_io_setup(AIO_N, &ctx));
-	for (round = 0; round < 50; round++) {
+	for (round = 0; round < 25; round++) {
 		/* 16 slots; per slot: write gen a, read, write gen a + 1, read. */
 		memset(cb, 0, sizeof(cb));
 		for (i = 0; i < 64; i++) {
@@ -674,7 +676,7 @@ TEST_F(log, overlapping_inflight)
 /* ---- writes, discards and reads of the same slots at once ---- */
 
 #define RACE_SLOTS	256
-#define RACE_OPS	2000
+#define RACE_OPS	1000
 
 /* A page read back is empty or some complete write of that very slot. */
 static bool race_page_ok(const void *p, uint64_t slot)

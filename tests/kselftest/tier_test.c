@@ -824,7 +824,7 @@ TEST_F(tier, backing_errors)
 
 /* ---- swap round trip ---- */
 
-#define SWAP_MIB	32
+#define SWAP_MIB	16
 #define SWAP_PAGES	(SWAP_MIB * 256UL)
 
 /*
@@ -903,7 +903,7 @@ static int swap_on(FIXTURE_DATA(tier) *self, const char *dev)
 }
 
 /*
- * A process swaps out 32 MiB to a tier over a device that fails all but its first 4 MiB,
+ * A process swaps out 16 MiB to a tier over a device that fails all but its first 4 MiB,
  * with a write buffer of @wb_mib (see make_error_tier()), then reads every byte back.
  */
 static void swap_error_run(struct __test_metadata *_metadata, FIXTURE_DATA(tier) *self,
@@ -977,12 +977,13 @@ TEST_F_TIMEOUT(tier, swap_write_error_keeps_pages, 300)
  * With the write buffer, swap writes complete at once and their write-backs fail later:
  * the tier writes those pages elsewhere, or keeps them in the buffer while there is no
  * room; when the buffer is full of them, writes go through and fail as above. Either
- * way the process reads back every byte.
+ * way the process reads back every byte. An 8 MiB buffer: the 16 MiB swapped out
+ * overflow it, as well as the device's working 4 MiB.
  */
 TEST_F_TIMEOUT(tier, swap_writeback_error_keeps_pages, 300)
 {
 	NEED_TIER();
-	swap_error_run(_metadata, self, NULL);
+	swap_error_run(_metadata, self, "8");
 }
 
 /*
