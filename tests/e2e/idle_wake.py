@@ -274,7 +274,8 @@ def main():
                f"{LEFT_OUT} still never swapped")
 
         if args.demo:
-            print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s, ts, ids)
+            print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s, ts, ids,
+                       size_bytes // MIB)
     finally:
         for l in loads.values():
             l["proc"].terminate()
@@ -302,10 +303,11 @@ def main():
     sys.exit(1 if tap.failed else 0)
 
 
-def print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s, ts, ids):
+def print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s, ts, ids,
+               size):
     w = sys.stdout.write
     w("\n================ pagetier demo report ================\n")
-    w("Three containers (cgroups) each filled 256 MiB with a known pattern, worked, then\n"
+    w(f"Three containers (cgroups) each filled {size} MiB with a known pattern, worked, then\n"
       "went idle. alpha and beta opted in through containers.d/e2e.conf; gamma did not.\n\n")
     w(f"{'container':<10} {'opted in':<9} {'before idle':>12} {'on tier (idle)':>15} "
       f"{'resident (idle)':>16} {'back after wake':>16} {'verified':>10} {'wake':>10}\n")
@@ -315,7 +317,7 @@ def print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s
         w(f"{n:<10} {'yes' if n in OPTED_IN else 'no':<9} {before[n] // MIB:>8} MiB "
           f"{idle_view[n]['tier'] // MIB:>6} MiB {pct:3.0f}% {idle_view[n]['resident'] // MIB:>12} MiB "
           f"{back.get(n, 0) // MIB:>12} MiB {r.get('verified', 0) // MIB:>6} MiB {r.get('wake_ms', 0):>7.0f} ms\n")
-    w("\nverified: every byte of each container's 256 MiB was re-read and compared with the\n"
+    w(f"\nverified: every byte of each container's {size} MiB was re-read and compared with the\n"
       "pattern after wake (mismatches: " +
       ", ".join(f"{n} {reports.get(n, {}).get('mismatches')}" for n in loads) + ").\n")
     w("wake: time for the workload to touch and check all its memory after its wake signal;\n"
@@ -330,7 +332,7 @@ def print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s
           f"served from the staging cache {hits}, from the device {miss} "
           f"({100.0 * hits / max(1, hits + miss):.0f}% staged)\n")
     w("gamma did not opt in: never offloaded (memory.swap.current stayed 0); its wake time is\n"
-      "the baseline for touching 256 MiB that never left RAM, in this emulated VM.\n\n")
+      f"the baseline for touching {size} MiB that never left RAM, in this emulated VM.\n\n")
     w("pagetierctl status, while idle:\n" + status_table)
     w("======================================================\n\n")
     sys.stdout.flush()

@@ -10,6 +10,8 @@
 #   PT_E2E_BIN_DIR=DIR, PT_E2E_LIB=PATH: the pagetierd/pagetierctl and libpagetier.so the e2e
 #     scenarios that take them run (fork_flood; a before-the-fix run); default build/'s
 #   PT_FORK_FLOOD_NOFILE=SOFT:HARD: pagetierd's RLIMIT_NOFILE in fork_flood (default 1024:4096)
+#   PT_SUITE_OUT=DIR: the guests' output under DIR/KV, not build/vm/KV (runs of different
+#     scenarios, one after the other on the VM lock, each reading its own results)
 set -u
 . "$(dirname "$0")/lib.sh"
 [ $# -gt 0 ] || pt_die "no kernels given (make deps records them in build/kernels.txt)"
@@ -20,7 +22,7 @@ export PT_VM_TIMEOUT=${PT_VM_TIMEOUT:-1500}
 declare -A RUN PASS FAIL SKIP WHY
 total_pass=0 total_fail=0
 for kv in "$@"; do
-	out=$PT_TOP/build/vm/$kv
+	out=${PT_SUITE_OUT:-$PT_TOP/build/vm}/$kv
 	echo "==== VM suite on Linux $kv (QEMU TCG, emulated NVMe) ===="
 	start=$(date +%s)
 	pt_vm_run "$kv" "$out" "${PT_ONLY:+PT_ONLY='$PT_ONLY' }${PT_STEP_SCALE:+PT_STEP_SCALE='$PT_STEP_SCALE' }${PT_KO:+PT_KO='$PT_KO' }${PT_E2E_BIN_DIR:+PT_E2E_BIN_DIR='$PT_E2E_BIN_DIR' }${PT_E2E_LIB:+PT_E2E_LIB='$PT_E2E_LIB' }${PT_FORK_FLOOD_NOFILE:+PT_FORK_FLOOD_NOFILE='$PT_FORK_FLOOD_NOFILE' }tests/vm/guest-suite.sh"
