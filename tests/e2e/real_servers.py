@@ -16,7 +16,6 @@ Figures for the closing note are printed as TAP diagnostics ("# figures: ...").
 """
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -89,14 +88,11 @@ class Client(threading.Thread):
         self.stop = threading.Event()
 
     def run(self):
-        # The items servers.random_items(items, 0.1, seed=7) lists, in its order, drawn
-        # as the requests go: its 100,000 draws up front took seconds of emulated CPU per
-        # client, and a run makes fewer than 2,000 requests.
-        rnd, tenth = random.Random(7), max(1, int(self.s.items * 0.1))
+        items = servers.random_items(self.s.items, 0.1, seed=7)
         k, t0 = 0, time.monotonic()
         while not self.stop.is_set():
             try:
-                ok, lat = self.s.request(rnd.randrange(tenth))
+                ok, lat = self.s.request(items[k % len(items)])
             except (OSError, RuntimeError) as e:
                 self.failure = str(e)
                 self.errors += 1
@@ -156,69 +152,24 @@ def main():
                "postgres": servers.Postgres(cgpath("postgres"), work)}
         cold = servers.Redis(cgpath("redis-cold"), work, port=6391)
         cold.dir += "-cold"
-        # Started and loaded one after the other, in this order, each in a thread of its
-        # own. Loaded side by side (two or three at a time: 67-114 s, against 120 s one
-        # after the other, under TCG), they made two make test runs of three fail: a server
-        # that finished its load early sat idle through the longer loads beside it, and
-        # memcached's LRU crawler woke it again and again, so that it was back in RAM when
-        # the idle phase looked; or PostgreSQL, starved, was quiet for the idle threshold
-        # in the middle of its load (see footprint()).
-        loaded, peak, in_ram, loaded_at, load_s, failed = {}, {}, {}, {}, {}, {}
-        cold_client = Client(cold)
-        cold_t = {}
-        pipe, pipe_lock = [], threading.Lock()
-
-        def redis_pipe():
-            """Both redis instances' data set (the same), built once."""
-            with pipe_lock:
-                if not pipe:
-                    pipe.append(servers.redis_pipe(cold.items, cold.size))
-                return pipe[0]
-
-        def footprint(n):
-            """What @n holds: in RAM, and in swap alone. A server quiet for the idle
-            threshold in the middle of its load is paged out there (PostgreSQL, once in
-            three make test runs: 98 of its 185 MiB left in RAM after the load), and
-            memory.current alone is then not what the checks below measure against."""
-            return (cgu(n, "memory.current") + cgu(n, "memory.swap.current") -
-                    cgk(n, "swapcached"))
-
-        def start_load(n, s):
+        loaded, peak, loaded_at = {}, {}, {}
+        for n, s in list(srv.items()) + [("redis-cold", cold)]:
             t = time.monotonic()
             try:
                 s.start()
-                loaded[n] = s.load(redis_pipe()) if isinstance(s, servers.Redis) else s.load()
+                loaded[n] = s.load()
                 loaded_at[n] = time.monotonic()
-                peak[n], in_ram[n] = footprint(n), cgu(n, "memory.current")
             except (RuntimeError, OSError, subprocess.SubprocessError) as e:
-                failed[n] = e
-                return
-            load_s[n] = time.monotonic() - t
-            if s is cold:
-                # redis-cold serves a tenth of its data from now on, never idle.
-                cold_client.start()
-                wait_for(lambda: cold_client.count, 30, step=0.05)
-                cold_t["t"] = time.monotonic()
-                cold_t["idle0"] = st_of(runtime, "redis-cold").get("idle_periods", 0)
-        t_loads = time.monotonic()
-        for group in (("redis",), ("memcached",), ("nginx",), ("postgres",), ("redis-cold",)):
-            loaders = [threading.Thread(target=start_load, args=(n, cold if n == "redis-cold"
-                                                                 else srv[n]), daemon=True)
-                       for n in group]
-            for th in loaders:
-                th.start()
-            for th in loaders:
-                th.join()
-            if failed:
-                break
-        phases = {"loads": time.monotonic() - t_loads}
-        for n in failed:
-            tap.bail(f"{n}: cannot start or load: {failed[n]}")
-        for n in list(srv) + ["redis-cold"]:
+                tap.bail(f"{n}: cannot start or load: {e}")
+            peak[n] = cgu(n, "memory.current")
             tap.diag(f"{n}: {loaded[n] // MIB} MiB of data loaded in "
-                     f"{load_s[n]:.1f} s; it holds {peak[n] // MIB} MiB, memory.current "
-                     f"{in_ram[n] // MIB} MiB")
-        t_cold, cold_idle0 = cold_t["t"], cold_t["idle0"]
+                     f"{time.monotonic() - t:.1f} s; memory.current {peak[n] // MIB} MiB")
+        # redis-cold serves a tenth of its data from now on, never idle.
+        cold_client = Client(cold)
+        cold_client.start()
+        wait_for(lambda: cold_client.count, 30, step=0.05)
+        t_cold = time.monotonic()
+        cold_idle0 = st_of(runtime, "redis-cold").get("idle_periods", 0)
         # The continuous worker: reads its 64 MiB over and over, never stops.
         ready = os.path.join(work, "busy.ready")
         busy = e2elib.start_in_cgroup(PARENT, "busy", f"--size 64M --hot-pct 100 "
@@ -227,13 +178,6 @@ def main():
         # Its cgroup was empty, hence idle, until now: watched from when pagetierd has seen
         # its work start (a poll and a CPU sample later), not from before.
         wait_for(lambda: st_of(runtime, "busy").get("state") == "active", 15, step=0.1)
-        t_phase = time.monotonic()
-        phases["busy"] = t_phase - t_loads - phases["loads"]
-
-        def phase(name):
-            nonlocal t_phase
-            now = time.monotonic()
-            phases[name], t_phase = now - t_phase, now
 
         # 1. No clients: idle, memory out.
         idle_at = {}
@@ -250,7 +194,6 @@ def main():
             busy_idle |= snap.get("busy", {}).get("state") == "idle"
             return len(idle_at) == len(srv)
         wait_for(all_idle, 90, step=0.2)
-        phase("idle")
         for n in srv:
             tap.ok(n in idle_at, f"{n}: detected idle without clients "
                    f"({idle_at.get(n, -1):.1f} s after its last request, which was its load; "
@@ -292,7 +235,6 @@ def main():
         tap.ok(not busy_idle and st_of(runtime, "busy").get("state") == "active",
                "busy: a container whose work never stops is never called idle",
                json.dumps(st_of(runtime, "busy")))
-        phase("settle")
         status_table = ctl("status", runtime=runtime).stdout
         tap.diag("pagetierctl status while idle:\n" + status_table)
 
@@ -305,7 +247,6 @@ def main():
         tap.ok(bool(woke), "every server's wake was seen by pagetierd: " +
                ", ".join(f"{n} by {st_of(runtime, n).get('wake_source')}" for n in srv))
 
-        phase("wake")
         # 3. Light steady load on a tenth of each server's data; its idle periods are
         # counted from when every client has had its first answer.
         mc_before = srv["memcached"].stats()
@@ -406,22 +347,13 @@ def main():
                f"redis-cold: and stays out: {refault_mib:.1f} MiB came back in the last 15 s")
         tap.diag("pagetierctl status after the light load:\n" +
                  ctl("status", runtime=runtime).stdout)
-        phase("light load")
         tap.diag("figures: " + json.dumps(figures))
-        tap.diag("phases (s): " + json.dumps({k: round(v, 1) for k, v in phases.items()}))
     finally:
-        def stop(s):
+        for s in list(srv.values()) + ([cold] if cold else []):
             try:
                 s.stop()
             except (OSError, subprocess.SubprocessError):
                 pass
-        # All at once: PostgreSQL's shutdown alone takes seconds.
-        stoppers = [threading.Thread(target=stop, args=(s,), daemon=True)
-                    for s in list(srv.values()) + ([cold] if cold else [])]
-        for th in stoppers:
-            th.start()
-        for th in stoppers:
-            th.join(60)
         if busy:
             busy.kill()
             busy.wait()
@@ -433,16 +365,13 @@ def main():
             tap.diag("pagetierd log (info):\n" + "\n".join(l for l in lines if "debug" not in l)[-6000:])
             shutil.copy(os.path.join(work, "pagetierd.log"),
                         os.path.join(os.environ.get("PT_OUT", "/tmp"), "real_servers-pagetierd.log"))
-        # The servers' files (tmpfs: PostgreSQL's data directory, nginx's file system
-        # image, redis's snapshots) go before the tier: swapoff would otherwise read back
-        # every page of them the idle offload paged out (12 s under TCG), for nothing.
-        shutil.rmtree(work, ignore_errors=True)
         if tier_dev:
             e2elib.destroy_tier(tap, tier_dev)
         try:
             e2elib.remove_cgroups(PARENT, names)
         except OSError as e:
             tap.diag(f"cgroups not removed: {e}")
+        shutil.rmtree(work, ignore_errors=True)
     print(f"1..{tap.n}")
     sys.exit(1 if tap.failed else 0)
 

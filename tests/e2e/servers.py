@@ -90,16 +90,6 @@ class Resp:
         self.s.close()
 
 
-def redis_pipe(items, size):
-    """The SETs of items 0..@items-1 of @size bytes, as redis-cli --pipe reads them."""
-    buf = bytearray()
-    for i in range(items):
-        k = b"key:%d" % i
-        v = value_of(i, size)
-        buf += b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v)
-    return bytes(buf)
-
-
 class Redis:
     name = "redis"
 
@@ -118,12 +108,13 @@ class Redis:
             raise RuntimeError("redis-server did not start")
         self.conn = Resp(self.port)
 
-    def load(self, pipe=None):
-        """@pipe: redis_pipe(self.items, self.size), if the caller has it already (two
-        instances with the same data set build it once)."""
-        if pipe is None:
-            pipe = redis_pipe(self.items, self.size)
-        r = subprocess.run(["redis-cli", "-p", str(self.port), "--pipe"], input=pipe,
+    def load(self):
+        buf = bytearray()
+        for i in range(self.items):
+            k = b"key:%d" % i
+            v = value_of(i, self.size)
+            buf += b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v)
+        r = subprocess.run(["redis-cli", "-p", str(self.port), "--pipe"], input=bytes(buf),
                            capture_output=True, timeout=300)
         if b"errors: 0" not in r.stdout:
             raise RuntimeError(f"redis load failed: {r.stdout[-300:]!r}")
