@@ -106,6 +106,7 @@ void pt_hot_free(struct pt_hot *h)
 		pt_pidfd_close(h->pidfds[i]);
 	pt_mq_free(h->mq);
 	pt_idset_free(&h->refaulted);
+	pt_idset_free(&h->suspected);
 	pt_idset_free(&h->mispredicted);
 	pt_idset_free(&h->prefetched);
 	pt_idset_free(&h->used);
@@ -234,9 +235,13 @@ int pt_hot_apply_scans(struct pt_hot *h, struct pt_proc_scan *scans, int n)
 				refaults++;
 				h->refaults++;
 				pt_idset_add(&h->refaulted, id);
-				/* Back within the threshold it had passed: see PT_HOT_REFAULT_COLD_MULT. */
+				/*
+				 * Back within the threshold it had passed, for the second time: a
+				 * period (PT_HOT_REFAULT_COLD_MULT).
+				 */
 				if (info.where == PT_MQ_HISTORY && h->cold_epochs &&
-				    now - info.stamp <= h->cold_epochs)
+				    now - info.stamp <= h->cold_epochs &&
+				    pt_idset_add(&h->suspected, id) == 0)
 					pt_idset_add(&h->mispredicted, id);
 			}
 			if (h->window_left && pt_idset_add(&h->used, id) == 1 &&
@@ -541,6 +546,7 @@ void pt_hot_prefetched(struct pt_hot *h, uint32_t window)
 	h->used_prefetched = 0;
 	h->window_left = window;
 	pt_idset_clear(&h->refaulted);
+	pt_idset_clear(&h->suspected);
 	pt_idset_clear(&h->mispredicted);
 }
 

@@ -40,7 +40,13 @@
  * (unused for T, offloaded, used again within T: a period the threshold cut through, as
  * of a cache's LRU crawler or a periodic sweep) leaves again only after this many times
  * the threshold without an access; otherwise it would be faulted back after every
- * offload: writes and refaults for no saving. A chunk that comes back later than that (a
+ * offload: writes and refaults for no saving. Only the second time, though: one return
+ * within T is no period yet. A one-off read of everything (redis' SAVE after a load, a
+ * backup, a dump) brings back every chunk offloaded before it at once; held 8 T on that
+ * alone, the whole cold set stayed in (real_servers: a redis serving a tenth of its data
+ * kept 37 of 71 MiB, 19 of them read once by its SAVE; at the default cold_after of 2
+ * minutes, that is 16 minutes of memory pinned by one backup). A periodic sweep pays one
+ * more write and read a chunk before it is held. A chunk that comes back later than T (a
  * random read of a big cache) was a good offload and is not held back: holding every
  * chunk read once would fill memory with them.
  */
@@ -79,9 +85,11 @@ struct pt_hot {
 	/* Chunks refaulted since the last wake: part of the next wake set. */
 	struct pt_idset refaulted;
 	/*
-	 * ... of which those that came back within the cold threshold of their offload: cold
-	 * only after PT_HOT_REFAULT_COLD_MULT times the threshold (pt_hot_cold_chunks).
+	 * ... of which those that came back within the cold threshold of their offload once
+	 * (suspected), and twice or more (mispredicted): cold only after
+	 * PT_HOT_REFAULT_COLD_MULT times the threshold (pt_hot_cold_chunks).
 	 */
+	struct pt_idset suspected;
 	struct pt_idset mispredicted;
 	uint64_t cold_epochs;		/* the cold threshold last used (pt_hot_cold_backoff) */
 
