@@ -149,6 +149,27 @@ static void test_ranges_merge_adjacent(void **state)
 	pt_hot_free(&h);
 }
 
+/*
+ * Scans of the first ten chunks until @chunk is among the cold ones at a threshold of 2
+ * epochs (at most 2 * PT_HOT_REFAULT_COLD_MULT + 1).
+ */
+static int scans_until_cold(struct pt_hot *h, int chunk)
+{
+	uint64_t id = pt_hot_chunk_id(h, 0, BASE + (uint64_t)chunk * CHUNK), ids[NCHUNKS];
+	int e = 0;
+
+	while (e++ < 2 * PT_HOT_REFAULT_COLD_MULT) {
+		int n;
+
+		scan_one(h, 1, first_ten, NULL);
+		n = pt_hot_cold_chunks(h, 2, ids, NCHUNKS);
+		for (int i = 0; i < n; i++)
+			if (ids[i] == id)
+				return e;
+	}
+	return e;
+}
+
 static void test_refault_and_wake_set(void **state)
 {
 	struct pt_hot h;
@@ -169,57 +190,31 @@ static void test_refault_and_wake_set(void **state)
 	assert_int_equal(h.refaults, 1);
 	/*
 	 * It came back within the threshold it had passed, once: no period yet (a one-off
-	 * read of everything, as redis' SAVE), so it may leave after the plain threshold.
-	 * Offloaded again and back within the threshold a second time: a period; it now
-	 * waits PT_HOT_REFAULT_COLD_MULT times the threshold before it may leave again. The
-	 * others leave after the threshold as before.
+	 * read of everything, as redis' SAVE), so it may leave after the plain threshold
+	 * (accessed in epoch E, cold once E + 2 < now: 2 scans). Offloaded again and back
+	 * within the threshold a second time: a period; it now waits
+	 * PT_HOT_REFAULT_COLD_MULT times the threshold before it may leave again (16 scans).
+	 * The others leave after the threshold as before.
 	 */
+	assert_int_equal(scans_until_cold(&h, 50), 2);
 	{
 		uint64_t id50 = pt_hot_chunk_id(&h, 0, BASE + 50 * CHUNK);
-		bool has50 = false;
-		int e;
 
-		for (e = 0; e < 2 * PT_HOT_REFAULT_COLD_MULT && !has50; e++) {
-			scan_one(&h, 1, first_ten, NULL);
-			n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
-			for (int i = 0; i < n; i++)
-				has50 |= ids[i] == id50;
-		}
-		assert_int_equal(e, 2);	/* accessed in epoch E, cold once E + 2 < now */
 		pt_hot_evicted(&h, &id50, 1);
-		scan_one(&h, 1, only, &fifty);
-		assert_int_equal(h.refaults, 2);
-		has50 = false;
-		for (e = 0; e < 2 * PT_HOT_REFAULT_COLD_MULT; e++) {
-			scan_one(&h, 1, first_ten, NULL);
-			n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
-			has50 = false;
-			for (int i = 0; i < n; i++)
-				has50 |= ids[i] == id50;
-			if (has50)
-				break;
-		}
-		/* Accessed in epoch E, cold once E + 16 < now: 16 scans after the refault. */
-		assert_int_equal(e + 1, 2 * PT_HOT_REFAULT_COLD_MULT);
 	}
+	scan_one(&h, 1, only, &fifty);
+	assert_int_equal(h.refaults, 2);
+	assert_int_equal(scans_until_cold(&h, 50), 2 * PT_HOT_REFAULT_COLD_MULT);
 	/*
 	 * Chunk 60 left with the others and comes back only now, long after the threshold:
 	 * a good offload, read once; it may leave again after the plain threshold.
 	 */
 	{
-		int sixty = 60, e;
-		uint64_t id60 = pt_hot_chunk_id(&h, 0, BASE + 60 * CHUNK);
-		bool has60 = false;
+		int sixty = 60;
 
 		scan_one(&h, 1, only, &sixty);
 		assert_int_equal(h.refaults, 3);
-		for (e = 0; e < 2 * PT_HOT_REFAULT_COLD_MULT && !has60; e++) {
-			scan_one(&h, 1, first_ten, NULL);
-			n = pt_hot_cold_chunks(&h, 2, ids, NCHUNKS);
-			for (int i = 0; i < n; i++)
-				has60 |= ids[i] == id60;
-		}
-		assert_int_equal(e, 2);	/* accessed in epoch E, cold once E + 2 < now: 2 scans */
+		assert_int_equal(scans_until_cold(&h, 60), 2);
 	}
 	/* Idle: the wake set is what was used recently, plus the refaulted chunks. */
 	n = pt_hot_record_wake_set(&h, pt_hot_now(&h) - 1, 30, false);
