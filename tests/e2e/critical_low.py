@@ -29,7 +29,7 @@ import tempfile
 import time
 
 import e2elib
-from e2elib import BIN, MIB, Tap, status_json, wait_for
+from e2elib import BIN, MIB, Tap, el, status_json, wait_for
 
 PARENT = "pt-low"
 SIZE_MIB = 96
@@ -64,14 +64,6 @@ touch()
 while True:
     time.sleep(3600)
 '''
-
-
-T0 = time.monotonic()
-
-
-def el():
-    """Seconds since the test started, for the diagnostics (where its time goes)."""
-    return f"[{time.monotonic() - T0:.1f} s]"
 
 
 def cg(rel):

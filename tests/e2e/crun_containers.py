@@ -29,21 +29,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 import e2elib
-from e2elib import BIN, CG, MIB, Tap, ctl, run, status_json, wait_for
+from e2elib import BIN, CG, MIB, Tap, ctl, el, run, status_json, wait_for
 
 PARENT = "pt-crun"
 BUSYBOX = "/bin/busybox"
-T0 = time.monotonic()
-
-
-def el():
-    """Seconds since the test started, for the diagnostics (where its time goes)."""
-    return f"[{time.monotonic() - T0:.1f} s]"
-
-
 def cg_path(rel, f=None):
     return os.path.join(CG, rel.lstrip("/"), f) if f else os.path.join(CG, rel.lstrip("/"))
 

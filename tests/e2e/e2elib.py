@@ -61,6 +61,15 @@ def cg_u64(name, f, parent):
     return int(cg_read(name, f, parent).split()[0])
 
 
+# When the scenario started (this module is imported first thing).
+T0 = time.monotonic()
+
+
+def el():
+    """Seconds since the scenario started, for the diagnostics (where its time goes)."""
+    return f"[{time.monotonic() - T0:.1f} s]"
+
+
 # The guest suite's PT_STEP_SCALE (make test-debug: 4): a kernel whose checkers (KASAN,
 # lockdep, kmemleak) make every fault and syscall several times slower gets as many times
 # the wait. What is waited for is the same; only how long it may take changes.
