@@ -44,11 +44,11 @@
  * within T is no period yet. A one-off read of everything (redis' SAVE after a load, a
  * backup, a dump) brings back every chunk offloaded before it at once; held 8 T on that
  * alone, the whole cold set stayed in (real_servers: a redis serving a tenth of its data
- * kept 37 of 71 MiB, 19 of them read once by its SAVE; at the default cold_after of 2
- * minutes, that is 16 minutes of memory pinned by one backup). A periodic sweep pays one
- * more write and read a chunk before it is held. A chunk that comes back later than T (a
- * random read of a big cache) was a good offload and is not held back: holding every
- * chunk read once would fill memory with them.
+ * kept 37 of 71 MiB, 19 of them read back at once after its load, which its SAVE reads
+ * whole; at the default cold_after of 2 minutes, one backup pins a container's cold set
+ * for 16). A periodic sweep pays one more write and read a chunk before it is held. A
+ * chunk that comes back later than T (a random read of a big cache) was a good offload
+ * and is not held back: holding every chunk read once would fill memory with them.
  */
 #define PT_HOT_REFAULT_COLD_MULT 8
 /* Refault rates (per epoch, x1000) below which the cold backoff does not grow. */

@@ -163,9 +163,10 @@ def main():
                 tap.bail(f"{n}: cannot start or load: {e}")
             # Its footprint: what it holds in memory and on swap (a page in the swap cache
             # is in both). Not memory.current alone: a load that paused for the idle
-            # threshold under TCG (PostgreSQL between its statements, redis while the
-            # client builds its pipe) was paged out mid-load, by design, and every share
-            # below would then be of what happened to be left in (98 of 185 MiB once).
+            # threshold under TCG (PostgreSQL between the unpacking of its data files and
+            # its start, redis while the client builds its pipe) was paged out mid-load,
+            # by design, and every share below would then be of what happened to be left
+            # in (98 of 185 MiB once).
             cur = cgu(n, "memory.current")
             peak[n] = cur + cgu(n, "memory.swap.current") - cgk(n, "swapcached")
             tap.diag(f"{n}: {loaded[n] // MIB} MiB of data loaded in "
