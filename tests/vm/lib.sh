@@ -197,6 +197,14 @@ pt_vm_run_once() {
 		# accounting that key never flips. Pages of user memory, all the tier ever
 		# stores, are charged to their memcg as before.
 		cgroup.memory=nokmem
+		# The same for the cpuset controller's static key (cpusets_enabled_key), which the
+		# page allocator tests on every allocation: it flips when the first cpuset cgroup
+		# comes online and when the last goes. crun enables every controller the root
+		# offers, so crun_containers flipped it twice, and a make test on 6.12 died of
+		# "Oops: int3" at __alloc_pages_noprof+0xe2, its cpusets_enabled() site (after
+		# gfp_migratetype()), the moment crun had deleted its containers. Nothing here uses
+		# cpusets.
+		cgroup_disable=cpuset
 		# udev loads a driver for every device QEMU's q35 machine has; each module load
 		# (xz-compressed, relocated) is slow under TCG, and virtme-ng-init waited 15 s of a
 		# 26 s boot for them. None of these is used here (the SATA CD-ROM, KVM, the
