@@ -11,7 +11,6 @@ Each server has:
 """
 import http.client
 import os
-import random
 import select
 import shutil
 import socket
@@ -366,13 +365,6 @@ class Postgres:
             self.psql.wait(30)
         run(["runuser", "-u", "postgres", "--", os.path.join(PG_BIN, "pg_ctl"), "-D",
              os.path.join(self.dir, "data"), "stop", "-m", "fast", "-w"])
-
-
-def random_items(n, frac, seed):
-    """The first @frac of @n items, in a random order that repeats (a tenth of the data)."""
-    rnd = random.Random(seed)
-    k = max(1, int(n * frac))
-    return [rnd.randrange(k) for _ in range(100000)]
 
 
 def kb(x):
