@@ -26,13 +26,44 @@ static enum pt_idle_event wake(struct pt_idle *t, uint64_t now_ms)
 		return PT_EV_NONE;
 	t->state = PT_STATE_WAKING;
 	t->woke_at_ms = now_ms;
+	t->woke_cause = t->cause;
+	t->wake_done_ms = 0;
+	t->busy_since_wake = false;
 	t->refault_win_pages = 0;
 	return PT_EV_WOKE;
+}
+
+/*
+ * Going idle: whether the wake before was false (idle.h), which raises the refaults the
+ * next wake needs, or a wake by refaults that led to work, which sets them back.
+ */
+static void judge_last_wake(struct pt_idle *t, const struct pt_idle_params *p, uint64_t now_ms)
+{
+	t->last_wake_false = false;
+	if (!t->woke_at_ms || t->woke_cause != PT_CAUSE_REFAULTS || !t->wake_done_ms)
+		return;
+	if (!t->busy_since_wake &&
+	    now_ms <= t->wake_done_ms + PT_IDLE_FALSE_WAKE_THRESHOLDS * p->threshold_ms) {
+		t->last_wake_false = true;
+		t->false_wakes++;
+		if (t->refault_shift < PT_IDLE_FALSE_WAKE_MAX_SHIFT)
+			t->refault_shift++;
+	} else {
+		t->refault_shift = 0;
+	}
+	t->wake_done_ms = 0;	/* judged once */
+}
+
+uint64_t pt_idle_wake_pages(const struct pt_idle *t, const struct pt_idle_params *p)
+{
+	return p->wake_pages << t->refault_shift;
 }
 
 /* Seen busy at @now_ms: an idle context wakes, an active one starts a new quiet window. */
 static enum pt_idle_event busy(struct pt_idle *t, enum pt_idle_cause cause, uint64_t now_ms)
 {
+	if (t->state != PT_STATE_IDLE)
+		t->busy_since_wake = true;
 	t->last_active_ms = now_ms;
 	t->cause = cause;
 	return wake(t, now_ms);
@@ -154,6 +185,7 @@ enum pt_idle_event pt_idle_cpu(struct pt_idle *t, const struct pt_idle_params *p
 	    now_ms - t->last_active_ms >= p->threshold_ms) {
 		t->state = PT_STATE_IDLE;
 		t->idle_since_ms = now_ms;
+		judge_last_wake(t, p, now_ms);
 		/* The wake rule judges what comes after this moment only: no window is open. */
 		t->refault_win_pages = 0;
 		cpu_restart(t, p, usage_usec, now_ms);
@@ -207,8 +239,8 @@ enum pt_idle_event pt_idle_refault(struct pt_idle *t, const struct pt_idle_param
 	 * was most of a wake's detection time on a busy host (bench/scale, 5% of 3,000
 	 * containers: 64 swap-ins took 62 ms at the median, up to 158).
 	 */
-	if (t->refault_win_pages >= p->wake_pages ||
-	    (t->refault_win_pages * PT_IDLE_REFAULT_EARLY_DIV >= p->wake_pages &&
+	if (t->refault_win_pages >= pt_idle_wake_pages(t, p) ||
+	    (t->refault_win_pages * PT_IDLE_REFAULT_EARLY_DIV >= pt_idle_wake_pages(t, p) &&
 	     now_ms <= t->refault_win_ms + PT_IDLE_REFAULT_WINDOW_MS / PT_IDLE_REFAULT_EARLY_DIV)) {
 		t->woke_refault_pages = t->refault_win_pages;
 		t->woke_refault_span_ms = now_ms > t->refault_win_ms ? now_ms - t->refault_win_ms : 0;
@@ -264,6 +296,7 @@ void pt_idle_wake_done(struct pt_idle *t, uint64_t now_ms)
 	t->state = PT_STATE_ACTIVE;
 	if (now_ms > t->last_active_ms)
 		t->last_active_ms = now_ms;
+	t->wake_done_ms = t->last_active_ms;
 }
 
 bool pt_idle_busy_was_background(const struct pt_idle *t)

@@ -24,6 +24,16 @@
  * (a few stray ones, a timer touching a page that was offloaded, come back on their own
  * without waking the whole container),
  * and on sustained CPU: its average over the last PT_IDLE_WAKE_CPU_MS above the share.
+ *
+ * A wake by refaults can be the container's own timers: PostgreSQL's background processes
+ * read 16 pages of their shared memory in 4 to 24 ms right after its idle offload, as fast
+ * as an application reading its memory back, three times in eight seconds (real_servers on
+ * 6.12), each wake a prefetch and each idle period an offload. The rate cannot tell them
+ * apart; what follows can: a false wake goes idle again as soon as it may (within
+ * PT_IDLE_FALSE_WAKE_THRESHOLDS idle thresholds of its prefetch's end) with nothing seen
+ * after the prefetch. Each false wake doubles the refaults that wake this context (up to
+ * 2^PT_IDLE_FALSE_WAKE_MAX_SHIFT times wake_pages); a wake by refaults that was followed by
+ * work sets it back. Other wake signals (packets, sustained CPU, a poke) are untouched.
  */
 #ifndef PAGETIER_IDLE_H
 #define PAGETIER_IDLE_H
@@ -45,6 +55,10 @@ enum pt_idle_event { PT_EV_NONE, PT_EV_WENT_IDLE, PT_EV_WOKE };
  */
 #define PT_IDLE_REFAULT_WINDOW_MS 1000
 #define PT_IDLE_REFAULT_EARLY_DIV 4
+/* A false wake by refaults: idle again this many thresholds after its prefetch, at most. */
+#define PT_IDLE_FALSE_WAKE_THRESHOLDS 2
+/* False wakes in a row that double the refaults needed to wake, at most. */
+#define PT_IDLE_FALSE_WAKE_MAX_SHIFT 3
 /* At most this many ingress packets are remembered, so max_packets is at most this - 1. */
 #define PT_IDLE_PACKET_RING 64
 
@@ -95,6 +109,13 @@ struct pt_idle {
 	/* The refaults of the last wake by refaults: how many, over how long (its log line). */
 	uint64_t woke_refault_pages;
 	uint64_t woke_refault_span_ms;
+	enum pt_idle_cause woke_cause;	/* what woke it last */
+	uint64_t wake_done_ms;		/* the last wake's prefetch ended (pt_idle_wake_done) */
+	bool busy_since_wake;		/* a busy signal came after the wake that woke it */
+	/* Refaults wake it at wake_pages << refault_shift: false wakes in a row (capped). */
+	unsigned int refault_shift;
+	bool last_wake_false;		/* set as it went idle: its last wake was false */
+	uint64_t false_wakes;		/* counted since the context was made */
 };
 
 void pt_idle_init(struct pt_idle *t, uint64_t now_ms);
@@ -123,6 +144,8 @@ enum pt_idle_event pt_idle_memory(struct pt_idle *t, const struct pt_idle_params
  */
 enum pt_idle_event pt_idle_refault(struct pt_idle *t, const struct pt_idle_params *p,
 				   uint64_t pages, uint64_t now_ms);
+/* Refaulted pages per second that wake @t now (wake_pages, raised by false wakes). */
+uint64_t pt_idle_wake_pages(const struct pt_idle *t, const struct pt_idle_params *p);
 /* An external wake signal (preload activity, pagetierctl prefetch): wakes at once. */
 enum pt_idle_event pt_idle_poke(struct pt_idle *t, uint64_t now_ms);
 /*

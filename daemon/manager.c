@@ -789,6 +789,10 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 			(unsigned long long)(ctx->sample.anon >> 20),
 			(unsigned long long)(ctx->sample.shmem >> 20),
 			(unsigned long long)(ctx->sample.file_cache >> 20));
+		if (ctx->idle.last_wake_false)
+			pt_info("%s: idle: its last wake, by refaults, was false: nothing else came after its prefetch (%llu false so far); refaults wake it from %llu KiB/s now",
+				ctx->policy.name, (unsigned long long)ctx->idle.false_wakes,
+				(unsigned long long)(pt_idle_wake_pages(&ctx->idle, &ctx->policy.idle) * 4));
 		if (m->preload)
 			preload_idle(m, ctx, now);
 		/* Issued below, or as soon as an action in flight (a scan) is done. */

@@ -237,6 +237,7 @@ CTX_GET(get_tier_written, c->tier_written_known, c->tier_written)
 CTX_GET(get_idle_periods, true, c->n_idle)
 CTX_GET(get_offloads, true, c->n_offloads)
 CTX_GET(get_wakes, true, c->n_wakes)
+CTX_GET(get_false_wakes, true, c->idle.false_wakes)
 CTX_GET(get_last_wake, c->n_wakes, (double)c->last_wake_ms / 1000.0)
 CTX_GET(get_refaults, c->hot_ok, c->hot.refaults)
 CTX_GET(get_precision, c->hot_ok && c->hot.precision >= 0, c->hot.precision)
@@ -275,6 +276,9 @@ static const struct ctx_metric ctx_metrics[] = {
 	  "Offloads of the container at idle.", get_offloads, true },
 	{ "pagetier_container_wakes_total", "counter",
 	  "Times the container woke from idle.", get_wakes, true },
+	{ "pagetier_container_false_wakes_total", "counter",
+	  "Wakes by refaults that were its own background: idle again with nothing else seen.",
+	  get_false_wakes, true },
 	{ "pagetier_container_last_wake_seconds", "gauge",
 	  "The last wake: from its detection to the end of its prefetch.", get_last_wake, false },
 	{ "pagetier_container_refaults_total", "counter",

@@ -330,6 +330,89 @@ static void test_refaults_wake_at_the_rate_early(void **state)
 }
 
 /*
+ * Its timers' burst of refaults woke it, its prefetch ended at @done, and nothing else came:
+ * idle again one threshold later. Returns when it went idle.
+ */
+static uint64_t woke_for_nothing(struct pt_idle *t, uint64_t *usage, uint64_t at,
+				 uint64_t pages, uint64_t done)
+{
+	uint64_t idle_at = 0;
+
+	assert_int_equal(pt_idle_refault(t, &P, pages, at), PT_EV_WOKE);
+	pt_idle_wake_done(t, done);
+	assert_int_equal(run_cpu(t, &P, usage, done + 100, done + IDLE_MS, 100, 0, &idle_at),
+			 PT_EV_WENT_IDLE);
+	return idle_at;
+}
+
+/*
+ * PostgreSQL's background processes read 16 pages back in a few ms right after its idle
+ * offload, as fast as a real wake. Each wake by refaults that goes idle again as soon as it
+ * may, with nothing after its prefetch, doubles the refaults the next one needs (up to 8
+ * times); one followed by work sets them back.
+ */
+static void test_false_wakes_raise_the_refaults_needed(void **state)
+{
+	struct pt_idle t;
+	uint64_t usage = 0, at;
+
+	(void)state;
+	quiet_until_idle(&t, &usage);
+	assert_int_equal(pt_idle_wake_pages(&t, &P), 64);
+	at = woke_for_nothing(&t, &usage, 3100, 16, 3200);
+	assert_true(t.last_wake_false);
+	assert_int_equal(t.false_wakes, 1);
+	assert_int_equal(pt_idle_wake_pages(&t, &P), 128);
+	/* The same burst no longer wakes; twice as fast does. */
+	assert_int_equal(pt_idle_refault(&t, &P, 16, at + 500), PT_EV_NONE);
+	at = woke_for_nothing(&t, &usage, at + 510, 16, at + 600);
+	assert_int_equal(pt_idle_wake_pages(&t, &P), 256);
+	at = woke_for_nothing(&t, &usage, at + 100, 64, at + 200);
+	assert_int_equal(pt_idle_wake_pages(&t, &P), 512);
+	/* At most 8 times. */
+	at = woke_for_nothing(&t, &usage, at + 100, 128, at + 200);
+	assert_int_equal(t.false_wakes, 4);
+	assert_int_equal(pt_idle_wake_pages(&t, &P), 512);
+	/* A wake by another signal says nothing about its refaults: unchanged. */
+	assert_int_equal(pt_idle_packet(&t, &P, at + 100), PT_EV_WOKE);
+	pt_idle_wake_done(&t, at + 200);
+	assert_int_equal(run_cpu(&t, &P, &usage, at + 300, at + 2200, 100, 0, &at),
+			 PT_EV_WENT_IDLE);
+	assert_false(t.last_wake_false);
+	assert_int_equal(pt_idle_wake_pages(&t, &P), 512);
+	/* A wake by refaults that led to work (its scan saw fresh memory): back to 64. */
+	assert_int_equal(pt_idle_refault(&t, &P, 512, at + 100), PT_EV_WOKE);
+	pt_idle_wake_done(&t, at + 200);
+	assert_int_equal(pt_idle_memory(&t, &P, 4 << 20, 2 << 20, at + 1000), PT_EV_NONE);
+	assert_int_equal(run_cpu(&t, &P, &usage, at + 300, at + 3100, 100, 0, &at),
+			 PT_EV_WENT_IDLE);
+	assert_false(t.last_wake_false);
+	assert_int_equal(t.false_wakes, 4);
+	assert_int_equal(pt_idle_wake_pages(&t, &P), 64);
+}
+
+/* A wake by refaults that kept its CPU above the share for a while did work: not false. */
+static void test_wake_with_sustained_cpu_is_not_false(void **state)
+{
+	struct pt_idle t;
+	uint64_t usage = 0, at;
+
+	(void)state;
+	quiet_until_idle(&t, &usage);
+	at = woke_for_nothing(&t, &usage, 3100, 16, 3200);
+	assert_int_equal(pt_idle_wake_pages(&t, &P), 128);
+	assert_int_equal(pt_idle_refault(&t, &P, 128, at + 100), PT_EV_WOKE);
+	pt_idle_wake_done(&t, at + 200);
+	/* Half a CPU for 4 s, then quiet: idle well past two thresholds after the prefetch. */
+	assert_int_equal(run_cpu(&t, &P, &usage, at + 300, at + 4200, 100, 500, NULL), PT_EV_NONE);
+	assert_int_equal(run_cpu(&t, &P, &usage, at + 4300, at + 8200, 100, 0, NULL),
+			 PT_EV_WENT_IDLE);
+	assert_false(t.last_wake_false);
+	assert_int_equal(t.false_wakes, 1);
+	assert_int_equal(pt_idle_wake_pages(&t, &P), 64);
+}
+
+/*
  * Refaults are dated when they happened (the event rings' times): one read after a later
  * one counts in the window it is read in, rather than restarting the count.
  */
@@ -397,6 +480,8 @@ int main(void)
 		cmocka_unit_test(test_refaults_wake_only_beyond_a_trickle),
 		cmocka_unit_test(test_refaults_read_out_of_order),
 		cmocka_unit_test(test_refaults_wake_at_the_rate_early),
+		cmocka_unit_test(test_false_wakes_raise_the_refaults_needed),
+		cmocka_unit_test(test_wake_with_sustained_cpu_is_not_false),
 		cmocka_unit_test(test_poke_and_rebase),
 		cmocka_unit_test(test_params_check),
 	};

@@ -141,6 +141,13 @@ static void test_json(void **state)
 	assert_non_null(strstr(out, "\"tier_bytes\":268435456"));
 	assert_non_null(strstr(out, "\"prefetch_precision\":-1.000"));
 	free(out);
+	/* Two false wakes in a row: refaults wake it at 4 times the configured rate. */
+	c.idle.false_wakes = 2;
+	c.idle.refault_shift = 2;
+	c.policy.idle.wake_pages = 64;
+	out = render(true, &c, 1);
+	assert_non_null(strstr(out, "\"false_wakes\":2,\"refault_wake_pages\":256"));
+	free(out);
 	/* Its jobs' worker CPU, by kind, in whole ms. */
 	c.job_cpu_ns[PT_JOB_SCAN] = 2500000;
 	c.job_cpu_ns[PT_JOB_COLD] = 7999999;
