@@ -45,6 +45,17 @@ uint64_t pt_now_ms(void)
 /* An idle trim that wrote: the next one waits this long. */
 #define PT_TRIM_IDLE_HOLD_MS 30000
 /*
+ * An active trim that wrote: the next waits this long, doubled for each one in a row that
+ * wrote too, up to 2^PT_TRIM_ACTIVE_HOLD_MAX_SHIFT times. Until the next wake, as it was,
+ * is too long: on the multi-gen LRU a step that reaches the few pages its idle offload kept
+ * (aged into the oldest generation with the prefetch) writes them, and the 57 MiB of
+ * redis's wake that it never mapped stayed in memory while it served (real_servers, 6.12:
+ * resident 66 of 74 MiB). A step writes at most PT_TRIM_ACTIVE_STEP, so in-use memory that
+ * keeps being reached costs a step per hold, fewer and fewer.
+ */
+#define PT_TRIM_ACTIVE_HOLD_MS 10000
+#define PT_TRIM_ACTIVE_HOLD_MAX_SHIFT 5
+/*
  * An active container's swap cache nobody maps, trimmed at most this often: what a light
  * load's faults read ahead around them keeps coming (2-3 MiB a second of redis serving a
  * tenth of its data, real_servers on 6.1), and a reclaim pass per scan for it is not worth
@@ -822,9 +833,9 @@ struct pt_action *pt_context_trim(struct pt_context *ctx, uint64_t now)
 		 * prefetch of the whole offload set (the model had not seen it work yet) that it
 		 * did not use, which the model does not count as its own. On the tier already:
 		 * it goes. A drop that writes (the reclaim reached memory in use) holds this
-		 * back until the next wake. The window counts from the prefetch's end, not the
-		 * wake, and a container still mapping it (less unmapped than at the last look)
-		 * is still reading its memory back: a wake of 256 MiB that took 11 s under
+		 * back for a while (apply_trim()). The window counts from the prefetch's end,
+		 * not the wake, and a container still mapping it (less unmapped than at the
+		 * last look) is still reading its memory back: a wake of 256 MiB that took 11 s under
 		 * emulation had 153 MiB it was about to read dropped 6 s after its prefetch, and
 		 * read them again from the drive (idle_wake, make test on 6.1).
 		 */
@@ -1131,6 +1142,7 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 	unsettled = interrupted_offload(ctx);
 	ctx->settle_passes = 0;
 	ctx->trim_held_until_ms = 0;
+	ctx->trim_writes_in_row = 0;
 	if (!ctx->policy.prefetch || (!ctx->n_wake_set && !ctx->n_file_set)) {
 		ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
 		ctx->prefetch_done_ms = pt_now_ms();
@@ -1595,12 +1607,19 @@ static void apply_trim(struct pt_context *ctx, struct pt_action *a)
 	ctx->prefetch_dropped += a->freed;
 	/*
 	 * It wrote: what is left in the swap cache is in use (or the reclaim reached memory
-	 * that is). Active, no more trims until the next wake; idle, none for a while.
+	 * that is). None for a while: idle, PT_TRIM_IDLE_HOLD_MS; active, a hold that doubles
+	 * with each write in a row (PT_TRIM_ACTIVE_HOLD_MS).
 	 */
 	if (a->drop_stop == PT_DROP_WROTE) {
+		unsigned int shift = ctx->trim_writes_in_row < PT_TRIM_ACTIVE_HOLD_MAX_SHIFT ?
+				     ctx->trim_writes_in_row : PT_TRIM_ACTIVE_HOLD_MAX_SHIFT;
+
 		ctx->trims_wrote++;
-		ctx->trim_held_until_ms = a->trim_active ? UINT64_MAX :
-					  pt_now_ms() + PT_TRIM_IDLE_HOLD_MS;
+		ctx->trim_writes_in_row++;
+		ctx->trim_held_until_ms = pt_now_ms() + (a->trim_active ?
+					  PT_TRIM_ACTIVE_HOLD_MS << shift : PT_TRIM_IDLE_HOLD_MS);
+	} else {
+		ctx->trim_writes_in_row = 0;
 	}
 	pt_info("%s: %s: dropped %llu MiB of swap cache nobody mapped, of %llu MiB asked (%s, %llu ms)",
 		ctx->policy.name, a->trim_active ? "active" : "idle",

@@ -166,6 +166,7 @@ struct pt_context {
 	uint64_t last_trim_ms;		/* idle: the last look for stray swap cache */
 	uint64_t trim_held_until_ms;	/* no trim before then: the last one wrote */
 	uint64_t trims_wrote;		/* trims stopped because their reclaim wrote */
+	unsigned int trim_writes_in_row;	/* ... the last ones, in a row since the wake */
 	/*
 	 * Active: when its last wake's prefetch was done, and the swap cache nobody mapped at
 	 * the last trim look (what the application still maps as it reads its memory back).
@@ -373,8 +374,8 @@ struct pt_action *pt_context_cold(struct pt_context *ctx, uint64_t scan_interval
  *   restores the whole offload set);
  * - idle, after its offload: what its timers' faults read ahead around the pages they
  *   touched, when that exceeds PT_IDLE_STRAY_SWAPCACHE (swapcached - anon, a lower bound).
- * A trim that wrote holds the next back: until the next wake (active), or for a while
- * (idle). NULL when there is nothing to drop.
+ * A trim that wrote holds the next back for a while: 30 s idle; active, 10 s doubled for
+ * each write in a row since the wake, up to 320 s. NULL when there is nothing to drop.
  */
 #define PT_IDLE_STRAY_SWAPCACHE	(2ULL << 20)
 struct pt_action *pt_context_trim(struct pt_context *ctx, uint64_t now);

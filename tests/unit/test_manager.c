@@ -1484,14 +1484,14 @@ static void test_trim_waits_while_the_prefetch_is_read(void **state)
 /*
  * The swap cache an active container holds beyond what it maps, once its wake's window is
  * over, goes (a wake before the model saw it work restores the whole offload set); a trim
- * that wrote holds the next back: an active one until the next wake, an idle one for a
- * while.
+ * that wrote holds the next back: an active one 10 s, doubled for each write in a row, an
+ * idle one 30 s.
  */
 static void test_trim_holds_after_a_write(void **state)
 {
 	struct pt_context c;
 	struct pt_action *a;
-	uint64_t t = 1000000;
+	uint64_t t = 1000000, now, at;
 
 	(void)state;
 	woken_ctx(&c, "redis", t - 2000, t, 8, 53);
@@ -1502,10 +1502,37 @@ static void test_trim_holds_after_a_write(void **state)
 	assert_true(a->trim_active);
 	assert_int_equal(a->budget, 45ULL << 20);
 	a->drop_stop = PT_DROP_WROTE;	/* the reclaim reached memory in use */
+	now = pt_now_ms();
 	pt_context_apply(&c, a);
 	assert_int_equal(c.trims_wrote, 1);
-	assert_null(pt_context_trim(&c, t + 60000));
-	assert_null(pt_context_trim(&c, t + 3600000));
+	assert_in_range(c.trim_held_until_ms, now + 10000, pt_now_ms() + 10000);
+	assert_null(pt_context_trim(&c, c.trim_held_until_ms - 1));
+	/* Held 10 s, then its 45 MiB nobody maps go again; that wrote too: held 20 s. */
+	at = c.trim_held_until_ms > t + 22000 ? c.trim_held_until_ms : t + 22000;
+	a = pt_context_trim(&c, at);
+	assert_non_null(a);
+	assert_int_equal(a->budget, 45ULL << 20);
+	a->drop_stop = PT_DROP_WROTE;
+	now = pt_now_ms();
+	pt_context_apply(&c, a);
+	assert_in_range(c.trim_held_until_ms, now + 20000, pt_now_ms() + 20000);
+	/* Five writes in a row and more: 320 s at most. */
+	for (int i = 0; i < 6; i++) {
+		at = (c.trim_held_until_ms > at ? c.trim_held_until_ms : at) + 10000;
+		a = pt_context_trim(&c, at);
+		assert_non_null(a);
+		a->drop_stop = PT_DROP_WROTE;
+		pt_context_apply(&c, a);
+	}
+	now = pt_now_ms();
+	assert_in_range(c.trim_held_until_ms, now + 320000 - 1000, now + 320000);
+	/* One that did not write: the next write holds 10 s again. */
+	at = (c.trim_held_until_ms > at ? c.trim_held_until_ms : at) + 10000;
+	assert_non_null(a = pt_context_trim(&c, at));
+	a->drop_stop = PT_DROP_DONE;
+	pt_context_apply(&c, a);
+	assert_int_equal(c.trim_writes_in_row, 0);
+	assert_int_equal(c.trims_wrote, 8);
 	/* Idle: the next look may trim again (its offload reset the hold). */
 	c.idle.state = PT_STATE_IDLE;
 	c.n_offloads = 1;
@@ -1520,7 +1547,7 @@ static void test_trim_holds_after_a_write(void **state)
 	a->drop_stop = PT_DROP_DONE;
 	c.trim_held_until_ms = 0;
 	pt_context_apply(&c, a);
-	assert_int_equal(c.trims_wrote, 2);
+	assert_int_equal(c.trims_wrote, 9);
 	assert_int_equal(c.trim_held_until_ms, 0);
 }
 
