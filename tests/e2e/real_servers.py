@@ -215,7 +215,14 @@ def main():
         def settled(n):
             st = st_of(runtime, n)
             floor = st.get("keep_bytes", 0) + 8 * MIB
-            return (cgu(n, "memory.current") <= max(floor, 0.15 * peak[n]) and
+            if cgu(n, "memory.current") > max(floor, 0.15 * peak[n]):
+                return False
+            # Idle, the swap cache its timers' faults read ahead goes at once (the idle
+            # trim). Woken since by its own timers' refaults (no client runs in this phase:
+            # a false wake, daemon/idle.h), its wake's prefetch is in memory.current above,
+            # and what of it stays unused goes after the wake's window (the active trim):
+            # PostgreSQL's first false wake held 9.5 MiB of it here in a CI run.
+            return (st.get("state") != "idle" or
                     cgk(n, "swapcached") <= max(4 * MIB, 0.05 * peak[n]))
         wait_for(lambda: all(settled(n) for n in srv), 60, step=0.5)
         time.sleep(2)	# stays out: timers run on without bringing it back
@@ -230,18 +237,22 @@ def main():
                     back_in = time.monotonic() - t
                 else:
                     late = "; still not out 3 s later"
-            cur, sc = cgu(n, "memory.current"), cgk(n, "swapcached")
+            cur, sc, st = cgu(n, "memory.current"), cgk(n, "swapcached"), st_of(runtime, n)
             figures[n] = {"idle_after_s": round(idle_at.get(n, -1), 1),
                           "before_MiB": peak[n] // MIB, "resident_idle_MiB": cur // MIB,
                           "freed_MiB": (peak[n] - cur) // MIB,
                           "idle_working_set_KiB": st.get("keep_bytes", 0) >> 10,
                           "written_MiB": st.get("tier_written_bytes", 0) // MIB,
                           "saved_MiB": st.get("saved_bytes", 0) // MIB,
-                          "write_amp": st.get("write_amplification")}
+                          "write_amp": st.get("write_amplification"),
+                          "false_wakes": st.get("false_wakes", 0)}
+            woken = "" if st.get("state") == "idle" else (
+                f"; {st.get('state')} again, woken by {st.get('wake_source')}, "
+                f"{st.get('false_wakes', 0)} false wakes so far")
             tap.ok(settled(n),
                    f"{n}: memory left while idle: {peak[n] // MIB} -> {cur // MIB} MiB "
                    f"(swap cache {sc // MIB} MiB, idle working set kept "
-                   f"{st.get('keep_bytes', 0) >> 10} KiB"
+                   f"{st.get('keep_bytes', 0) >> 10} KiB{woken}"
                    + (f"; out again {back_in:.1f} s after a burst of its timers" if back_in else "")
                    + late + ")", e2elib.cg_read(n, "memory.stat", PARENT) + "\n" + log_of(n))
         tap.ok(not busy_idle and st_of(runtime, "busy").get("state") == "active",
