@@ -167,6 +167,28 @@ static void run_cold(struct pt_job *job);
 static void run_trim(struct pt_job *job);
 static void apply_offload(struct pt_context *ctx, struct pt_action *a);
 static void apply_prefetch(struct pt_context *ctx, struct pt_action *a);
+uint64_t pt_context_offload_backoff(struct pt_context *ctx, bool background, uint64_t now)
+{
+	uint64_t cur = ctx->sample.memory_current, wait;
+
+	if (!background) {
+		ctx->offload_backoff = 0;
+	} else if (ctx->n_offloads > ctx->offloads_judged &&
+		   ctx->idle_saved >= PT_BACKOFF_MIN_SAVED &&
+		   cur > ctx->resident_after_idle &&
+		   (cur - ctx->resident_after_idle) * 2 >= ctx->idle_saved) {
+		/* Its last offload, undone by its own background: the next one waits longer. */
+		ctx->offloads_undone++;
+		if (ctx->offload_backoff < PT_BACKOFF_MAX)
+			ctx->offload_backoff++;
+	}
+	/* No offload since the last look (deferred, then woken): nothing new to judge. */
+	ctx->offloads_judged = ctx->n_offloads;
+	wait = ctx->policy.idle.threshold_ms * ((1ULL << ctx->offload_backoff) - 1);
+	ctx->offload_after_ms = now + wait;
+	return wait;
+}
+
 static void apply_settle(struct pt_context *ctx, struct pt_action *a);
 static void apply_scan(struct pt_context *ctx, struct pt_action *a);
 static void apply_cold(struct pt_context *ctx, struct pt_action *a);
@@ -772,7 +794,7 @@ bool pt_context_waits_for(const struct pt_context *ctx, char *buf, size_t len)
 		what[n++] = inflight;
 	}
 	if (ctx->offload_pending)
-		what[n++] = "offload pending";
+		what[n++] = ctx->offload_backoff ? "offload deferred (backoff)" : "offload pending";
 	if (ctx->wake_pending)
 		what[n++] = "prefetch pending";
 	if (ctx->trim_until_ms)
@@ -1294,6 +1316,14 @@ struct pt_action *pt_context_rest(struct pt_context *ctx, uint64_t now, uint64_t
 	if (ctx->rest_streak < PT_REST_PERIODS || !room)
 		return NULL;
 	/*
+	 * Not for its own background (a server that takes requests, none since the wake): its
+	 * processes fault back what they read. The rest of an idle PostgreSQL restored for a
+	 * periodic task of its was 175 MiB read, and 54 MiB of it written again at its next
+	 * idle offload (real_servers with 4 more minutes of idle). A request, then, opens it.
+	 */
+	if (pt_idle_busy_was_background(&ctx->idle))
+		return NULL;
+	/*
 	 * And they add up to a share of the rest: a server that serves a tenth of its data
 	 * reads steadily too, one item a request, and a long while (redis in real_servers,
 	 * 20 requests/s over a tenth of 66 MiB, ran its rest of 64 MiB back and kept it).
@@ -1465,6 +1495,7 @@ static void apply_settle(struct pt_context *ctx, struct pt_action *a)
 		ctx->settle_passes = 0;
 	ctx->idle_saved = ctx->current_at_idle > a->resident_after ?
 			  ctx->current_at_idle - a->resident_after : 0;
+	ctx->resident_after_idle = a->resident_after;
 	if (!ctx->settle_passes)
 		pt_info("%s: idle: resident %llu MiB after dropping %llu MiB of written-back memory; %llu MiB freed since it went idle",
 			ctx->policy.name, (unsigned long long)(a->resident_after >> 20),

@@ -143,6 +143,12 @@ struct pt_context {
 	/* Accounting of the last idle period: memory.current when it went idle, and freed. */
 	uint64_t current_at_idle;
 	uint64_t idle_saved;
+	uint64_t resident_after_idle;	/* memory.current once its last offload settled */
+	/* The offload backoff (pt_context_offload_backoff()). */
+	unsigned int offload_backoff;	/* idle offloads in a row its background undid */
+	uint64_t offloads_judged;	/* n_offloads when the last one was judged */
+	uint64_t offload_after_ms;	/* idle: no offload before then */
+	uint64_t offloads_undone;	/* counted since the context was made */
 
 	/* Hotness: the model of this context's chunks, fed by a scan every epoch. */
 	struct pt_hot hot;
@@ -249,6 +255,21 @@ void pt_context_release(struct pt_context *ctx);
  *    floor plus the idle working set plus the kernel's memory charged to the cgroup.
  */
 struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate);
+/*
+ * The offload backoff, judged as @ctx goes idle at @now, @background: the busy period since
+ * its last wake was its own background (pt_idle_busy_was_background(): it takes requests,
+ * and none came). An idle offload that such a period undid (half or more of what it freed
+ * came back, PT_BACKOFF_MIN_SAVED at least) was wear for nothing: memcached's LRU crawler
+ * reads every item about once a minute, each time swapping back in what the offload had
+ * written and dirtying it, so each idle period wrote its 40-odd MiB again. Each undone
+ * offload in a row doubles how long the next idle period waits before its offload
+ * (idle_threshold times 2^k - 1, k up to PT_BACKOFF_MAX); once that is longer than the
+ * period of its background, the memory it keeps touching stays. A busy period with requests
+ * sets it back to none. Returns the wait, ms.
+ */
+#define PT_BACKOFF_MIN_SAVED	(4ULL << 20)
+#define PT_BACKOFF_MAX		6
+uint64_t pt_context_offload_backoff(struct pt_context *ctx, bool background, uint64_t now);
 struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int kmod_fd);
 /* Chunks used in this many epochs up to the last busy one are in the model's wake set. */
 #define PT_WAKE_RECENT_EPOCHS 5

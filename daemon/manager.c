@@ -767,6 +767,15 @@ static bool submit_rest(struct pt_manager *m, struct pt_context *ctx, uint64_t n
 	return a != NULL;
 }
 
+/*
+ * Idle, its offload deferred by the backoff (pt_context_offload_backoff()): that wait, up to
+ * an hour, is no reason to sample it at every poll; it is due when the wait ends.
+ */
+static bool offload_deferred(const struct pt_context *ctx, uint64_t now)
+{
+	return ctx->offload_pending && !ctx->busy && now < ctx->offload_after_ms;
+}
+
 /* What one context does this tick, once sampled. */
 static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 {
@@ -789,16 +798,27 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 			(unsigned long long)(ctx->sample.anon >> 20),
 			(unsigned long long)(ctx->sample.shmem >> 20),
 			(unsigned long long)(ctx->sample.file_cache >> 20));
+		if (pt_context_offload_backoff(ctx, pt_idle_busy_was_background(&ctx->idle), now))
+			pt_info("%s: idle: %llu idle offloads in a row undone by its own background (no request came since its wake; %llu MiB back of the %llu MiB the last one freed): its offload waits %llu s more",
+				ctx->policy.name, (unsigned long long)ctx->offload_backoff,
+				(unsigned long long)((ctx->sample.memory_current > ctx->resident_after_idle ?
+						      ctx->sample.memory_current - ctx->resident_after_idle : 0) >> 20),
+				(unsigned long long)(ctx->idle_saved >> 20),
+				(unsigned long long)((ctx->offload_after_ms - now) / 1000));
 		if (ctx->idle.last_wake_false)
 			pt_info("%s: idle: its last wake, by refaults, was false: nothing else came after its prefetch (%llu false so far); refaults wake it from %llu KiB/s now",
 				ctx->policy.name, (unsigned long long)ctx->idle.false_wakes,
 				(unsigned long long)(pt_idle_wake_pages(&ctx->idle, &ctx->policy.idle) * 4));
 		if (m->preload)
 			preload_idle(m, ctx, now);
-		/* Issued below, or as soon as an action in flight (a scan) is done. */
+		/*
+		 * Issued below, or as soon as an action in flight (a scan) is done, or the
+		 * backoff's wait (offload_deferred()) ends.
+		 */
 		ctx->offload_pending = true;
 	}
-	if (ctx->idle.state == PT_STATE_IDLE && ctx->offload_pending) {
+	if (ctx->idle.state == PT_STATE_IDLE && ctx->offload_pending &&
+	    !offload_deferred(ctx, now)) {
 		/* Held, it goes once the tiers have room and the drives' budget refills. */
 		if (!offload_held(m, true) && !ctx->busy && !trim_pending(m, ctx, now)) {
 			bool hold;
@@ -970,10 +990,11 @@ static void keep_protection(struct pt_manager *m, uint64_t now)
  * drives' budget, a quiet scan's interval) waits for a poll to find it free, and so does
  * a trim.
  */
-static bool quiet(const struct pt_context *ctx)
+static bool quiet(const struct pt_context *ctx, uint64_t now)
 {
 	return ctx->idle.state == PT_STATE_IDLE && !ctx->wake_pending && !ctx->trim_until_ms &&
-	       (ctx->busy || (!ctx->offload_pending && !ctx->settle_passes));
+	       (ctx->busy || ((!ctx->offload_pending || offload_deferred(ctx, now)) &&
+			      !ctx->settle_passes));
 }
 
 void pt_manager_tick(struct pt_manager *m, uint64_t now)
@@ -1069,8 +1090,10 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		}
 		tick_ctx(m, ctx, now);
 		sync_wake_events(m, ctx);
-		m->due_ms[i] = pt_sample_taken(&ctx->pace, quiet(ctx), m->bpf_wakeups, ctx->signals,
-					       active_due(m, ctx, now), now);
+		m->due_ms[i] = pt_sample_taken(&ctx->pace, quiet(ctx, now), m->bpf_wakeups,
+					       ctx->signals, active_due(m, ctx, now), now);
+		if (offload_deferred(ctx, now) && m->due_ms[i] > ctx->offload_after_ms)
+			m->due_ms[i] = ctx->offload_after_ms;
 	}
 	/* After the samples: a critical container found by this tick's walk is covered now. */
 	keep_protection(m, now);

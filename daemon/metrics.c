@@ -238,6 +238,7 @@ CTX_GET(get_idle_periods, true, c->n_idle)
 CTX_GET(get_offloads, true, c->n_offloads)
 CTX_GET(get_wakes, true, c->n_wakes)
 CTX_GET(get_false_wakes, true, c->idle.false_wakes)
+CTX_GET(get_offloads_undone, true, c->offloads_undone)
 CTX_GET(get_last_wake, c->n_wakes, (double)c->last_wake_ms / 1000.0)
 CTX_GET(get_refaults, c->hot_ok, c->hot.refaults)
 CTX_GET(get_precision, c->hot_ok && c->hot.precision >= 0, c->hot.precision)
@@ -274,6 +275,9 @@ static const struct ctx_metric ctx_metrics[] = {
 	  "Times the container went idle.", get_idle_periods, true },
 	{ "pagetier_container_offloads_total", "counter",
 	  "Offloads of the container at idle.", get_offloads, true },
+	{ "pagetier_container_offloads_undone_total", "counter",
+	  "Idle offloads its own background brought back with no request (each defers the next).",
+	  get_offloads_undone, true },
 	{ "pagetier_container_wakes_total", "counter",
 	  "Times the container woke from idle.", get_wakes, true },
 	{ "pagetier_container_false_wakes_total", "counter",

@@ -195,6 +195,8 @@ void pt_status_json(FILE *out, const struct pt_context *ctxs, size_t n, const ch
 		fprintf(out, ",\"sampled_each_poll\":%s", c->pace.skipping || c->pace.steady ? "false" : "true");
 		fprintf(out, ",\"false_wakes\":%" PRIu64 ",\"refault_wake_pages\":%" PRIu64,
 			c->idle.false_wakes, pt_idle_wake_pages(&c->idle, &c->policy.idle));
+		fprintf(out, ",\"offload_backoff\":%u,\"offloads_undone\":%" PRIu64,
+			c->offload_backoff, c->offloads_undone);
 		fprintf(out, ",\"job_cpu_ms\":{");
 		for (int k = 0; k < PT_JOB_KINDS; k++)
 			fprintf(out, "%s\"%s\":%" PRIu64, k ? "," : "", pt_job_kind_label(k),

@@ -400,6 +400,72 @@ static void test_idle_offload_and_packet_wake(void **state)
 }
 
 /*
+ * An idle offload its own background undid (woken by its swap-ins with no packet, a server
+ * that takes packets, and half of what the offload freed back): the next idle period's
+ * offload waits (15 thresholds, its fourth such offload in a row), the polls pass it by
+ * once the quiet grace is over, and then it goes.
+ */
+static void test_undone_offload_defers_the_next(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms(), idle_at;
+
+	f->m.bpf_wakeups = true;	/* events cover its wakes: quiet ones can be passed by */
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->n_offloads, 1);
+	/* A request: its wake; idle and offloaded again, with nothing held against it. */
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 4, 0x0800, 0);
+	for (int i = 0; i < 40; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_int_equal(web->n_offloads, 2);
+	assert_int_equal(web->offload_backoff, 0);
+	/* That offload freed 46 MiB, 2 left; its crawler reads it all back, no packet. */
+	web->idle_saved = 46ULL << 20;
+	web->resident_after_idle = 2ULL << 20;
+	web->offload_backoff = 3;	/* three undone before */
+	for (int i = 0; i < 64; i++)
+		pt_manager_bpf_event(&f->m, web->cgroup_id, PT_BPF_EV_SWAPIN, 0, 0);
+	assert_int_equal(web->idle.state, PT_STATE_ACTIVE);
+	fx_write(f->root, "ct/web/memory.current", "44040192\n");
+	for (int i = 0; i < 40 && web->idle.state != PT_STATE_IDLE; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_int_equal(web->offload_backoff, 4);
+	assert_int_equal(web->offloads_undone, 1);
+	assert_true(web->offload_pending);
+	idle_at = t - 100;
+	assert_int_equal(web->offload_after_ms, idle_at + 15000);
+	/* 15 s of waiting: no scan, no offload; past the quiet grace the polls pass it by. */
+	for (; t < idle_at + 15000; t += 100) {
+		uint64_t due;
+
+		pt_manager_tick(&f->m, t);
+		assert_int_equal(count(&f->r, web, PT_JOB_OFFLOAD), 0);
+		assert_int_equal(count(&f->r, web, PT_JOB_SCAN), 0);
+		due = f->m.due_ms[web - f->m.ctxs];
+		if (t > idle_at + PT_PACE_QUIET_GRACE_MS + 1000)
+			assert_in_range(due, t + 1, web->offload_after_ms);
+		finish_all(&f->m, &f->r);
+	}
+	/* Then it goes. */
+	for (int i = 0; i < 30 && web->n_offloads == 2; i++, t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(web->n_offloads, 3);
+}
+
+/*
  * A long tick reads the wake sources between its samples: a wake that arrives while it
  * samples many active containers is seen before the tick ends, not after it.
  */
@@ -1552,6 +1618,67 @@ static void test_trim_holds_after_a_write(void **state)
 }
 
 /*
+ * memcached's LRU crawler reads every item about once a minute: each idle offload of it came
+ * back with no request, and was written again at the next. Each offload its own background
+ * undid doubles the wait before the next one (idle_threshold times 1, 3, 7, ... 63); a busy
+ * period with requests sets it back; a period after which there was no offload to undo (the
+ * offload deferred, then the crawler woke it) changes nothing.
+ */
+static void test_offload_backoff(void **state)
+{
+	struct pt_context c;
+	uint64_t now = 100000;
+
+	(void)state;
+	woken_ctx(&c, "memcached", 1000, 1000, 8, 0);
+	c.policy.idle.threshold_ms = 30000;
+	/* Its first idle period: no offload before it, no wait. */
+	c.sample.memory_current = 48ULL << 20;
+	assert_int_equal(pt_context_offload_backoff(&c, true, now), 0);
+	assert_int_equal(c.offload_after_ms, now);
+	/* Offloaded: 46 of 48 MiB freed, 2 MiB left. */
+	c.n_offloads = 1;
+	c.idle_saved = 46ULL << 20;
+	c.resident_after_idle = 2ULL << 20;
+	/* The crawler brought 40 MiB back, no request came: the next offload waits 30 s. */
+	c.sample.memory_current = 42ULL << 20;
+	assert_int_equal(pt_context_offload_backoff(&c, true, now), 30000);
+	assert_int_equal(c.offload_backoff, 1);
+	assert_int_equal(c.offloads_undone, 1);
+	assert_int_equal(c.offload_after_ms, now + 30000);
+	/* Woken again before that offload: nothing new to judge, the wait stays. */
+	assert_int_equal(pt_context_offload_backoff(&c, true, now + 60000), 30000);
+	assert_int_equal(c.offload_backoff, 1);
+	/* Offloaded, undone again: 90 s, then 210 s. */
+	c.n_offloads = 2;
+	assert_int_equal(pt_context_offload_backoff(&c, true, now), 90000);
+	c.n_offloads = 3;
+	assert_int_equal(pt_context_offload_backoff(&c, true, now), 210000);
+	/* Up to 63 thresholds. */
+	for (int i = 0; i < 8; i++) {
+		c.n_offloads++;
+		pt_context_offload_backoff(&c, true, now);
+	}
+	assert_int_equal(c.offload_backoff, PT_BACKOFF_MAX);
+	assert_int_equal(c.offload_after_ms, now + 63 * 30000ULL);
+	/* A background period that brought back less than half of it: unchanged. */
+	c.n_offloads++;
+	c.sample.memory_current = 20ULL << 20;
+	assert_int_equal(pt_context_offload_backoff(&c, true, now), 63 * 30000ULL);
+	/* Requests came: none. */
+	c.n_offloads++;
+	c.sample.memory_current = 42ULL << 20;
+	assert_int_equal(pt_context_offload_backoff(&c, false, now), 0);
+	assert_int_equal(c.offload_backoff, 0);
+	/* An offload of less than PT_BACKOFF_MIN_SAVED is not worth judging. */
+	c.n_offloads++;
+	c.idle_saved = 3ULL << 20;
+	c.sample.memory_current = 5ULL << 20;
+	assert_int_equal(pt_context_offload_backoff(&c, true, now), 0);
+	assert_int_equal(c.offloads_undone, 11);
+}
+
+/*
  * An active container's faults keep reading swap ahead of them after its wake (a light load
  * on part of its data): that swap cache goes, but at most once per PT_TRIM_STRAY_PACE_MS,
  * not at every scan.
@@ -2013,7 +2140,17 @@ static void test_wake_rest_when_waiting(void **state)
 	assert_null(pt_context_rest(&c, t + 4000, m += PT_REST_MISSES, stall += heavy,
 				    UINT64_MAX, 0, -1));
 	assert_int_equal(c.rest_hurt, 1);
-	a = pt_context_rest(&c, t + 5000, m += PT_REST_MISSES, stall += heavy, UINT64_MAX, 0, -1);
+	/*
+	 * Had it taken requests before, and none since its wake, this would be its own
+	 * background (its periodic tasks): no rest for that, until a request comes.
+	 */
+	c.idle.woke_at_ms = t - 1000;
+	c.idle.pkt_ms[0] = t - 2000 + 1;	/* a packet before the wake (times are + 1) */
+	assert_null(pt_context_rest(&c, t + 5000, m += PT_REST_MISSES, stall += heavy,
+				    UINT64_MAX, 0, -1));
+	assert_int_equal(c.rest_hurt, 2);
+	c.idle.pkt_ms[1] = t + 5500 + 1;	/* a request */
+	a = pt_context_rest(&c, t + 6000, m += PT_REST_MISSES, stall += heavy, UINT64_MAX, 0, -1);
 	assert_non_null(a);
 	assert_true(a->rest);
 	assert_true(a->rest_waited);	/* runs as the wake's prefetch, not in the background */
@@ -2174,6 +2311,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_walk_and_sample_errors_drop_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_and_packet_wake, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_undone_offload_defers_the_next, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_offload_waits_for_a_quiet_scan, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_cpu_during_the_offload_is_no_wake, setup,
@@ -2186,6 +2324,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_trims_stray_swapcache, setup, teardown),
 		cmocka_unit_test(test_trim_holds_after_a_write),
+		cmocka_unit_test(test_offload_backoff),
 		cmocka_unit_test(test_active_stray_trims_are_paced),
 		cmocka_unit_test(test_wake_set_needs_busy_scans),
 		cmocka_unit_test(test_wake_rest),

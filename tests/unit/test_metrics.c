@@ -67,6 +67,7 @@ static void manager(struct pt_manager *m)
 	a->n_offloads = 3;
 	a->n_wakes = 2;
 	a->idle.false_wakes = 1;
+	a->offloads_undone = 2;
 	a->last_wake_ms = 12;
 	a->hot.refaults = 7;
 	a->hot.precision = 0.75;
@@ -315,6 +316,7 @@ static void test_containers(void **state)
 	has(out, "pagetier_container_wakes_total" DB "} 0");
 	has(out, "pagetier_container_false_wakes_total" A "} 1");
 	has(out, "pagetier_container_false_wakes_total" DB "} 0");
+	has(out, "pagetier_container_offloads_undone_total" A "} 2");
 	has(out, "pagetier_container_last_wake_seconds" A "} 0.012");
 	lacks(out, "pagetier_container_last_wake_seconds" DB);	/* never woke */
 	has(out, "pagetier_container_refaults_total" A "} 7");

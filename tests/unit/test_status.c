@@ -148,6 +148,15 @@ static void test_json(void **state)
 	out = render(true, &c, 1);
 	assert_non_null(strstr(out, "\"false_wakes\":2,\"refault_wake_pages\":256"));
 	free(out);
+	/* Two idle offloads its background undid, in a row: the next one waits. */
+	c.offload_backoff = 2;
+	c.offloads_undone = 3;
+	c.offload_pending = true;
+	out = render(true, &c, 1);
+	assert_non_null(strstr(out, "\"offload_backoff\":2,\"offloads_undone\":3"));
+	assert_non_null(strstr(out, "\"waiting_for\":\"offload deferred (backoff)\""));
+	free(out);
+	c.offload_pending = false;
 	/* Its jobs' worker CPU, by kind, in whole ms. */
 	c.job_cpu_ns[PT_JOB_SCAN] = 2500000;
 	c.job_cpu_ns[PT_JOB_COLD] = 7999999;
