@@ -29,7 +29,9 @@ import servers
 from e2elib import BIN, CG, MIB, Tap, ctl, status_json, wait_for
 
 PARENT = "pt-real"
-IDLE = "3s"
+# PT_REAL_IDLE_THRESHOLD: another idle_threshold (a developer's run with PT_REAL_IDLE_S: the
+# default's 30 s, to see what a server's periodic background does at it).
+IDLE = os.environ.get("PT_REAL_IDLE_THRESHOLD") or "3s"
 COLD_AFTER = "8s"
 LOAD_S = 35		# ten idle thresholds and more; the refaults are counted over its last 15 s
 LOAD_RATE = 20		# requests per second per server in phase 3
@@ -116,6 +118,33 @@ class Client(threading.Thread):
     def latency(self):
         return (f"p50 {pct(self.lats, 0.5) * 1000:.1f} ms, p99 {pct(self.lats, 0.99) * 1000:.1f} ms, "
                 f"max {max(self.lats or [0]) * 1000:.1f} ms")
+
+
+def idle_longer(runtime, srv, tap):
+    """PT_REAL_IDLE_S (a developer's run, not make test): the idle phase goes on that many
+    seconds more, and what each server's own background (memcached's LRU crawler,
+    PostgreSQL's processes, redis's timers) made pagetierd do meanwhile is reported."""
+    hold = float(os.environ.get("PT_REAL_IDLE_S") or 0)
+    if hold <= 0:
+        return
+    keys = ("wakes", "false_wakes", "idle_periods", "offloads", "tier_written_bytes")
+    before = {n: st_of(runtime, n) for n in srv}
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < hold:
+        time.sleep(min(60.0, hold - (time.monotonic() - t0)))
+        written = ", ".join(
+            f"{n} {(st_of(runtime, n).get('tier_written_bytes', 0) - before[n].get('tier_written_bytes', 0)) / MIB:.0f}"
+            for n in srv)
+        tap.diag(f"idle {time.monotonic() - t0:.0f} of {hold:.0f} s more; MiB written since: {written}")
+    for n in srv:
+        st = st_of(runtime, n)
+        d = {k: st.get(k, 0) - before[n].get(k, 0) for k in keys}
+        tap.diag(f"{n}: over {hold:.0f} s more of idle: {d['wakes']} wakes "
+                 f"({d['false_wakes']} false), {d['idle_periods']} idle periods, "
+                 f"{d['offloads']} offloads, {d['tier_written_bytes'] / MIB:.1f} MiB written "
+                 f"to the tier ({d['tier_written_bytes'] / MIB * 60 / hold:.1f} MiB a minute); "
+                 f"resident {cgu(n, 'memory.current') / MIB:.1f} MiB, "
+                 f"offload held {st.get('offload_backoff', 0)}")
 
 
 def main():
@@ -260,6 +289,7 @@ def main():
                json.dumps(st_of(runtime, "busy")))
         status_table = ctl("status", runtime=runtime).stdout
         tap.diag("pagetierctl status while idle:\n" + status_table)
+        idle_longer(runtime, srv, tap)
 
         # 2. Wake: one request each.
         for n, s in srv.items():

@@ -10,6 +10,9 @@
 #   PT_E2E_BIN_DIR=DIR, PT_E2E_LIB=PATH: the pagetierd/pagetierctl and libpagetier.so the e2e
 #     scenarios that take them run (fork_flood; a before-the-fix run); default build/'s
 #   PT_FORK_FLOOD_NOFILE=SOFT:HARD: pagetierd's RLIMIT_NOFILE in fork_flood (default 1024:4096)
+#   PT_REAL_IDLE_S=N: real_servers's idle phase goes on N s more, and says what the servers'
+#     own background made pagetierd do (with PT_STEP_SCALE for its step limit);
+#     PT_REAL_IDLE_THRESHOLD=30s: its idle_threshold instead of 3s
 #   PT_SUITE_OUT=DIR: the guests' output under DIR/KV, not build/vm/KV (runs of different
 #     scenarios, one after the other on the VM lock, each reading its own results)
 set -u
@@ -25,7 +28,7 @@ for kv in "$@"; do
 	out=${PT_SUITE_OUT:-$PT_TOP/build/vm}/$kv
 	echo "==== VM suite on Linux $kv (QEMU TCG, emulated NVMe) ===="
 	start=$(date +%s)
-	pt_vm_run "$kv" "$out" "${PT_ONLY:+PT_ONLY='$PT_ONLY' }${PT_STEP_SCALE:+PT_STEP_SCALE='$PT_STEP_SCALE' }${PT_KO:+PT_KO='$PT_KO' }${PT_E2E_BIN_DIR:+PT_E2E_BIN_DIR='$PT_E2E_BIN_DIR' }${PT_E2E_LIB:+PT_E2E_LIB='$PT_E2E_LIB' }${PT_FORK_FLOOD_NOFILE:+PT_FORK_FLOOD_NOFILE='$PT_FORK_FLOOD_NOFILE' }tests/vm/guest-suite.sh"
+	pt_vm_run "$kv" "$out" "${PT_ONLY:+PT_ONLY='$PT_ONLY' }${PT_STEP_SCALE:+PT_STEP_SCALE='$PT_STEP_SCALE' }${PT_KO:+PT_KO='$PT_KO' }${PT_E2E_BIN_DIR:+PT_E2E_BIN_DIR='$PT_E2E_BIN_DIR' }${PT_E2E_LIB:+PT_E2E_LIB='$PT_E2E_LIB' }${PT_FORK_FLOOD_NOFILE:+PT_FORK_FLOOD_NOFILE='$PT_FORK_FLOOD_NOFILE' }${PT_REAL_IDLE_S:+PT_REAL_IDLE_S='$PT_REAL_IDLE_S' }${PT_REAL_IDLE_THRESHOLD:+PT_REAL_IDLE_THRESHOLD='$PT_REAL_IDLE_THRESHOLD' }tests/vm/guest-suite.sh"
 	vrc=$?
 	p=0 f=0 s=0
 	for tap in "$out"/*.tap; do
