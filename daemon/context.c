@@ -169,7 +169,7 @@ static void apply_offload(struct pt_context *ctx, struct pt_action *a);
 static void apply_prefetch(struct pt_context *ctx, struct pt_action *a);
 uint64_t pt_context_offload_backoff(struct pt_context *ctx, bool background, uint64_t now)
 {
-	uint64_t cur = ctx->sample.memory_current, wait;
+	uint64_t cur = ctx->sample.memory_current, wait, max;
 
 	if (!background) {
 		ctx->offload_backoff = 0;
@@ -177,14 +177,25 @@ uint64_t pt_context_offload_backoff(struct pt_context *ctx, bool background, uin
 		   ctx->idle_saved >= PT_BACKOFF_MIN_SAVED &&
 		   cur > ctx->resident_after_idle &&
 		   (cur - ctx->resident_after_idle) * 2 >= ctx->idle_saved) {
-		/* Its last offload, undone by its own background: the next one waits longer. */
+		/*
+		 * Its last offload, undone by its own background: the next one waits longer,
+		 * and at least twice as long as that one lasted (the background's period, as
+		 * far as one sample says).
+		 */
 		ctx->offloads_undone++;
 		if (ctx->offload_backoff < PT_BACKOFF_MAX)
 			ctx->offload_backoff++;
+		ctx->offload_lasted_ms = ctx->idle.woke_at_ms > ctx->offloaded_at_ms ?
+					 ctx->idle.woke_at_ms - ctx->offloaded_at_ms : 0;
 	}
 	/* No offload since the last look (deferred, then woken): nothing new to judge. */
 	ctx->offloads_judged = ctx->n_offloads;
+	max = ctx->policy.idle.threshold_ms * ((1ULL << PT_BACKOFF_MAX) - 1);
 	wait = ctx->policy.idle.threshold_ms * ((1ULL << ctx->offload_backoff) - 1);
+	if (ctx->offload_backoff && wait < 2 * ctx->offload_lasted_ms)
+		wait = 2 * ctx->offload_lasted_ms < max ? 2 * ctx->offload_lasted_ms : max;
+	if (!ctx->offload_backoff)
+		ctx->offload_lasted_ms = 0;
 	ctx->offload_after_ms = now + wait;
 	return wait;
 }
@@ -1427,6 +1438,7 @@ static void apply_offload(struct pt_context *ctx, struct pt_action *a)
 	if (set_bytes(ctx->file_set, ctx->n_file_set) < PT_FILE_READAHEAD_MIN)
 		drop_file_set(ctx);
 	ctx->n_offloads++;
+	ctx->offloaded_at_ms = pt_now_ms();
 	ctx->offload_requested = (uint64_t)a->bytes;
 	ctx->last_offload_ms = a->ms;
 	ctx->reclaimed = 0;

@@ -148,6 +148,8 @@ struct pt_context {
 	unsigned int offload_backoff;	/* idle offloads in a row its background undid */
 	uint64_t offloads_judged;	/* n_offloads when the last one was judged */
 	uint64_t offload_after_ms;	/* idle: no offload before then */
+	uint64_t offloaded_at_ms;	/* its last idle offload was applied then */
+	uint64_t offload_lasted_ms;	/* ... and lasted this long before the last undoing */
 	uint64_t offloads_undone;	/* counted since the context was made */
 
 	/* Hotness: the model of this context's chunks, fed by a scan every epoch. */
@@ -263,9 +265,11 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate);
  * reads every item about once a minute, each time swapping back in what the offload had
  * written and dirtying it, so each idle period wrote its 40-odd MiB again. Each undone
  * offload in a row doubles how long the next idle period waits before its offload
- * (idle_threshold times 2^k - 1, k up to PT_BACKOFF_MAX); once that is longer than the
- * period of its background, the memory it keeps touching stays. A busy period with requests
- * sets it back to none. Returns the wait, ms.
+ * (idle_threshold times 2^k - 1, k up to PT_BACKOFF_MAX), and the wait is at least twice
+ * how long the undone offload lasted (its background's period: memcached's crawler came
+ * back 4 minutes after), up to the same maximum; so the memory the background keeps
+ * touching stays after one such offload. A busy period with requests sets it back to none.
+ * Returns the wait, ms.
  */
 #define PT_BACKOFF_MIN_SAVED	(4ULL << 20)
 #define PT_BACKOFF_MAX		6

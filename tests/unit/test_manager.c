@@ -1618,11 +1618,12 @@ static void test_trim_holds_after_a_write(void **state)
 }
 
 /*
- * memcached's LRU crawler reads every item about once a minute: each idle offload of it came
+ * memcached's LRU crawler reads every item every few minutes: each idle offload of it came
  * back with no request, and was written again at the next. Each offload its own background
- * undid doubles the wait before the next one (idle_threshold times 1, 3, 7, ... 63); a busy
- * period with requests sets it back; a period after which there was no offload to undo (the
- * offload deferred, then the crawler woke it) changes nothing.
+ * undid doubles the wait before the next one (idle_threshold times 1, 3, 7, ... 63), and
+ * makes it at least twice as long as that offload lasted; a busy period with requests sets
+ * it back; a period after which there was no offload to undo (the offload deferred, then the
+ * crawler woke it) changes nothing.
  */
 static void test_offload_backoff(void **state)
 {
@@ -1670,12 +1671,24 @@ static void test_offload_backoff(void **state)
 	c.sample.memory_current = 42ULL << 20;
 	assert_int_equal(pt_context_offload_backoff(&c, false, now), 0);
 	assert_int_equal(c.offload_backoff, 0);
+	/*
+	 * Its crawler came back 4 minutes after the offload: the next waits twice that, its
+	 * period and more, at the first undoing already (and 63 thresholds at most).
+	 */
+	c.n_offloads++;
+	c.offloaded_at_ms = 1000000;
+	c.idle.woke_at_ms = 1000000 + 240000;
+	assert_int_equal(pt_context_offload_backoff(&c, true, now), 480000);
+	c.n_offloads++;
+	c.idle.woke_at_ms = 1000000 + 1200000;
+	assert_int_equal(pt_context_offload_backoff(&c, true, now), 63 * 30000ULL);
+	assert_int_equal(pt_context_offload_backoff(&c, false, now), 0);
 	/* An offload of less than PT_BACKOFF_MIN_SAVED is not worth judging. */
 	c.n_offloads++;
 	c.idle_saved = 3ULL << 20;
 	c.sample.memory_current = 5ULL << 20;
 	assert_int_equal(pt_context_offload_backoff(&c, true, now), 0);
-	assert_int_equal(c.offloads_undone, 11);
+	assert_int_equal(c.offloads_undone, 13);
 }
 
 /*
