@@ -169,33 +169,41 @@ static void apply_offload(struct pt_context *ctx, struct pt_action *a);
 static void apply_prefetch(struct pt_context *ctx, struct pt_action *a);
 uint64_t pt_context_offload_backoff(struct pt_context *ctx, bool background, uint64_t now)
 {
-	uint64_t cur = ctx->sample.memory_current, wait, max;
+	uint64_t back, wait, max, woke = ctx->idle.woke_at_ms;
 
 	if (!background) {
 		ctx->offload_backoff = 0;
-	} else if (ctx->n_offloads > ctx->offloads_judged &&
-		   ctx->idle_saved >= PT_BACKOFF_MIN_SAVED &&
-		   cur > ctx->resident_after_idle &&
-		   (cur - ctx->resident_after_idle) * 2 >= ctx->idle_saved) {
+		ctx->bg_woke_ms = 0;
+		ctx->bg_period_ms = 0;
+	} else {
 		/*
-		 * Its last offload, undone by its own background: the next one waits longer,
-		 * and at least twice as long as that one lasted (the background's period, as
-		 * far as one sample says).
+		 * What came back while it was busy: its highest memory.current since the
+		 * wake, not the last, which the cold path may have lowered meanwhile.
 		 */
-		ctx->offloads_undone++;
-		if (ctx->offload_backoff < PT_BACKOFF_MAX)
-			ctx->offload_backoff++;
-		ctx->offload_lasted_ms = ctx->idle.woke_at_ms > ctx->offloaded_at_ms ?
-					 ctx->idle.woke_at_ms - ctx->offloaded_at_ms : 0;
+		back = ctx->peak_since_wake > ctx->resident_after_idle ?
+		       ctx->peak_since_wake - ctx->resident_after_idle : 0;
+		if (ctx->n_offloads > ctx->offloads_judged &&
+		    ctx->idle_saved >= PT_BACKOFF_MIN_SAVED && back * 2 >= ctx->idle_saved) {
+			ctx->offloads_undone++;
+			if (ctx->offload_backoff < PT_BACKOFF_MAX)
+				ctx->offload_backoff++;
+		}
+		/*
+		 * Its background's period: from its last background wake to this one, or, the
+		 * first time, from the offload to this wake (a lower bound).
+		 */
+		if (ctx->bg_woke_ms && woke > ctx->bg_woke_ms)
+			ctx->bg_period_ms = woke - ctx->bg_woke_ms;
+		else if (woke > ctx->offloaded_at_ms && ctx->offloaded_at_ms)
+			ctx->bg_period_ms = woke - ctx->offloaded_at_ms;
+		ctx->bg_woke_ms = woke;
 	}
 	/* No offload since the last look (deferred, then woken): nothing new to judge. */
 	ctx->offloads_judged = ctx->n_offloads;
 	max = ctx->policy.idle.threshold_ms * ((1ULL << PT_BACKOFF_MAX) - 1);
 	wait = ctx->policy.idle.threshold_ms * ((1ULL << ctx->offload_backoff) - 1);
-	if (ctx->offload_backoff && wait < 2 * ctx->offload_lasted_ms)
-		wait = 2 * ctx->offload_lasted_ms < max ? 2 * ctx->offload_lasted_ms : max;
-	if (!ctx->offload_backoff)
-		ctx->offload_lasted_ms = 0;
+	if (ctx->offload_backoff && wait < 2 * ctx->bg_period_ms)
+		wait = 2 * ctx->bg_period_ms < max ? 2 * ctx->bg_period_ms : max;
 	ctx->offload_after_ms = now + wait;
 	return wait;
 }

@@ -149,7 +149,9 @@ struct pt_context {
 	uint64_t offloads_judged;	/* n_offloads when the last one was judged */
 	uint64_t offload_after_ms;	/* idle: no offload before then */
 	uint64_t offloaded_at_ms;	/* its last idle offload was applied then */
-	uint64_t offload_lasted_ms;	/* ... and lasted this long before the last undoing */
+	uint64_t peak_since_wake;	/* memory.current's highest since its last wake */
+	uint64_t bg_woke_ms;		/* the wake of its last background busy period */
+	uint64_t bg_period_ms;		/* from the one before to that one */
 	uint64_t offloads_undone;	/* counted since the context was made */
 
 	/* Hotness: the model of this context's chunks, fed by a scan every epoch. */
@@ -266,10 +268,11 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate);
  * written and dirtying it, so each idle period wrote its 40-odd MiB again. Each undone
  * offload in a row doubles how long the next idle period waits before its offload
  * (idle_threshold times 2^k - 1, k up to PT_BACKOFF_MAX), and the wait is at least twice
- * how long the undone offload lasted (its background's period: memcached's crawler came
- * back 4 minutes after), up to the same maximum; so the memory the background keeps
- * touching stays after one such offload. A busy period with requests sets it back to none.
- * Returns the wait, ms.
+ * its background's period (from one background wake to the next: memcached's crawler came
+ * every 3 to 4 minutes), up to the same maximum, so that the background wakes it before
+ * the offload: the memory it keeps touching stays, after one such offload. Came back: its
+ * highest memory.current while busy (the cold path may take the crawler's read out again
+ * before it goes idle). A busy period with requests sets it all back. Returns the wait, ms.
  */
 #define PT_BACKOFF_MIN_SAVED	(4ULL << 20)
 #define PT_BACKOFF_MAX		6

@@ -242,6 +242,7 @@ static void woke(struct pt_manager *m, struct pt_context *ctx, const char *sourc
 		 const char *how)
 {
 	ctx->offload_pending = false;
+	ctx->peak_since_wake = ctx->sample.memory_current;
 	/*
 	 * A job of its that still waits in the background pool (its offload, a settle pass, a
 	 * scan: behind a thousand others on a host short of CPU) is taken back, so that the
@@ -784,6 +785,8 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 
 	if (waiting)
 		return;
+	if (ctx->idle.state != PT_STATE_IDLE && ctx->sample.memory_current > ctx->peak_since_wake)
+		ctx->peak_since_wake = ctx->sample.memory_current;
 	if (ev == PT_EV_WENT_IDLE) {
 		/* The offload is sized by memory.stat's anon: read it now. */
 		sample_ctx(m, ctx, now, true);
@@ -801,8 +804,8 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 		if (pt_context_offload_backoff(ctx, pt_idle_busy_was_background(&ctx->idle), now))
 			pt_info("%s: idle: %llu idle offloads in a row undone by its own background (no request came since its wake; %llu MiB back of the %llu MiB the last one freed): its offload waits %llu s more",
 				ctx->policy.name, (unsigned long long)ctx->offload_backoff,
-				(unsigned long long)((ctx->sample.memory_current > ctx->resident_after_idle ?
-						      ctx->sample.memory_current - ctx->resident_after_idle : 0) >> 20),
+				(unsigned long long)((ctx->peak_since_wake > ctx->resident_after_idle ?
+						      ctx->peak_since_wake - ctx->resident_after_idle : 0) >> 20),
 				(unsigned long long)(ctx->idle_saved >> 20),
 				(unsigned long long)((ctx->offload_after_ms - now) / 1000));
 		if (ctx->idle.last_wake_false)

@@ -1621,9 +1621,9 @@ static void test_trim_holds_after_a_write(void **state)
  * memcached's LRU crawler reads every item every few minutes: each idle offload of it came
  * back with no request, and was written again at the next. Each offload its own background
  * undid doubles the wait before the next one (idle_threshold times 1, 3, 7, ... 63), and
- * makes it at least twice as long as that offload lasted; a busy period with requests sets
- * it back; a period after which there was no offload to undo (the offload deferred, then the
- * crawler woke it) changes nothing.
+ * makes it at least twice its background's period; a busy period with requests sets it
+ * back; a period after which there was no offload to undo (the offload deferred, then the
+ * crawler woke it) judges nothing, but measures the period again.
  */
 static void test_offload_backoff(void **state)
 {
@@ -1634,15 +1634,19 @@ static void test_offload_backoff(void **state)
 	woken_ctx(&c, "memcached", 1000, 1000, 8, 0);
 	c.policy.idle.threshold_ms = 30000;
 	/* Its first idle period: no offload before it, no wait. */
-	c.sample.memory_current = 48ULL << 20;
+	c.peak_since_wake = 48ULL << 20;
 	assert_int_equal(pt_context_offload_backoff(&c, true, now), 0);
 	assert_int_equal(c.offload_after_ms, now);
 	/* Offloaded: 46 of 48 MiB freed, 2 MiB left. */
 	c.n_offloads = 1;
 	c.idle_saved = 46ULL << 20;
 	c.resident_after_idle = 2ULL << 20;
-	/* The crawler brought 40 MiB back, no request came: the next offload waits 30 s. */
-	c.sample.memory_current = 42ULL << 20;
+	/*
+	 * The crawler brought 40 MiB back (the cold path may have taken it out again since:
+	 * its highest since the wake counts), no request came: the next offload waits 30 s.
+	 */
+	c.peak_since_wake = 42ULL << 20;
+	c.sample.memory_current = 2ULL << 20;
 	assert_int_equal(pt_context_offload_backoff(&c, true, now), 30000);
 	assert_int_equal(c.offload_backoff, 1);
 	assert_int_equal(c.offloads_undone, 1);
@@ -1664,31 +1668,35 @@ static void test_offload_backoff(void **state)
 	assert_int_equal(c.offload_after_ms, now + 63 * 30000ULL);
 	/* A background period that brought back less than half of it: unchanged. */
 	c.n_offloads++;
-	c.sample.memory_current = 20ULL << 20;
+	c.peak_since_wake = 20ULL << 20;
 	assert_int_equal(pt_context_offload_backoff(&c, true, now), 63 * 30000ULL);
 	/* Requests came: none. */
 	c.n_offloads++;
-	c.sample.memory_current = 42ULL << 20;
+	c.peak_since_wake = 42ULL << 20;
 	assert_int_equal(pt_context_offload_backoff(&c, false, now), 0);
 	assert_int_equal(c.offload_backoff, 0);
 	/*
-	 * Its crawler came back 4 minutes after the offload: the next waits twice that, its
-	 * period and more, at the first undoing already (and 63 thresholds at most).
+	 * Its crawler came back 4 minutes after the offload: the next waits twice that at the
+	 * first undoing already, so that the crawler wakes it first. Then the crawler's period
+	 * is from one of its wakes to the next (200 s: 400 s), up to 63 thresholds.
 	 */
 	c.n_offloads++;
 	c.offloaded_at_ms = 1000000;
 	c.idle.woke_at_ms = 1000000 + 240000;
 	assert_int_equal(pt_context_offload_backoff(&c, true, now), 480000);
-	c.n_offloads++;
-	c.idle.woke_at_ms = 1000000 + 1200000;
+	c.idle.woke_at_ms += 200000;
+	assert_int_equal(pt_context_offload_backoff(&c, true, now), 400000);
+	assert_int_equal(c.offload_backoff, 1);
+	c.idle.woke_at_ms += 1200000;
 	assert_int_equal(pt_context_offload_backoff(&c, true, now), 63 * 30000ULL);
 	assert_int_equal(pt_context_offload_backoff(&c, false, now), 0);
+	assert_int_equal(c.bg_period_ms, 0);
 	/* An offload of less than PT_BACKOFF_MIN_SAVED is not worth judging. */
 	c.n_offloads++;
 	c.idle_saved = 3ULL << 20;
-	c.sample.memory_current = 5ULL << 20;
+	c.peak_since_wake = 5ULL << 20;
 	assert_int_equal(pt_context_offload_backoff(&c, true, now), 0);
-	assert_int_equal(c.offloads_undone, 13);
+	assert_int_equal(c.offloads_undone, 12);
 }
 
 /*
