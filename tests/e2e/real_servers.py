@@ -127,7 +127,8 @@ def idle_longer(runtime, srv, tap):
     hold = float(os.environ.get("PT_REAL_IDLE_S") or 0)
     if hold <= 0:
         return
-    keys = ("wakes", "false_wakes", "idle_periods", "offloads", "tier_written_bytes")
+    keys = ("wakes", "false_wakes", "idle_periods", "offloads", "tier_written_bytes",
+            "cold_offloaded_bytes", "offloads_undone")
     before = {n: st_of(runtime, n) for n in srv}
     t0 = time.monotonic()
     while time.monotonic() - t0 < hold:
@@ -142,9 +143,11 @@ def idle_longer(runtime, srv, tap):
         tap.diag(f"{n}: over {hold:.0f} s more of idle: {d['wakes']} wakes "
                  f"({d['false_wakes']} false), {d['idle_periods']} idle periods, "
                  f"{d['offloads']} offloads, {d['tier_written_bytes'] / MIB:.1f} MiB written "
-                 f"to the tier ({d['tier_written_bytes'] / MIB * 60 / hold:.1f} MiB a minute); "
-                 f"resident {cgu(n, 'memory.current') / MIB:.1f} MiB, "
-                 f"offload held {st.get('offload_backoff', 0)}")
+                 f"to the tier ({d['tier_written_bytes'] / MIB * 60 / hold:.1f} MiB a minute, "
+                 f"{d['cold_offloaded_bytes'] / MIB:.1f} MiB of it by the cold path while "
+                 f"active); {d['offloads_undone']} offloads undone by its background, "
+                 f"backoff {st.get('offload_backoff', 0)}; resident "
+                 f"{cgu(n, 'memory.current') / MIB:.1f} MiB")
 
 
 def main():
