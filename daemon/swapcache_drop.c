@@ -25,9 +25,13 @@ uint64_t pt_drop_next(struct pt_drop *d, uint64_t swapcached, uint64_t swap_curr
 	 * shrinks (pages swapped in that gave up their slots) says nothing: only growth counts.
 	 */
 	if (d->steps && d->swap_known && swap_current != UINT64_MAX &&
-	    swap_current > d->last_swap + PT_DROP_WRITE_SLACK) {
-		d->why = PT_DROP_WROTE;
-		return 0;
+	    swap_current > d->last_swap) {
+		d->swap_grown += swap_current - d->last_swap;
+		if (swap_current > d->last_swap + PT_DROP_WRITE_SLACK ||
+		    d->swap_grown > PT_DROP_WRITE_TOTAL) {
+			d->why = PT_DROP_WROTE;
+			return 0;
+		}
 	}
 	if (swap_current != UINT64_MAX)
 		d->last_swap = swap_current;

@@ -64,6 +64,31 @@ static void test_stops_when_a_step_writes(void **state)
 	assert_int_equal(d.freed, 6 * MIB);
 }
 
+/*
+ * Steps that each write a little (a swap fence's 64 KiB, under the slack) stop the drop
+ * once they add up past PT_DROP_WRITE_TOTAL; swap given back meanwhile does not offset it.
+ */
+static void test_stops_when_small_writes_add_up(void **state)
+{
+	struct pt_drop d;
+	uint64_t swap = 170 * MIB, cur = 80 * MIB;
+	int steps = 0;
+
+	(void)state;
+	pt_drop_init(&d, 0, 64 * MIB, 2 * MIB, swap);
+	while (pt_drop_next(&d, 69 * MIB, swap)) {
+		pt_drop_stepped(&d, 2 * MIB, cur, cur - 128 * 1024);
+		cur -= 128 * 1024;
+		swap += 64 * 1024;
+		if (++steps == 2)
+			swap -= 1 * MIB;	/* its faults gave slots back */
+	}
+	assert_int_equal(d.why, PT_DROP_WROTE);
+	/* 512 KiB is 8 steps' writes; one more passes it; the second step's counts nothing. */
+	assert_int_equal(steps, PT_DROP_WRITE_TOTAL / (64 * 1024) + 2);
+	assert_int_equal(d.swap_grown, PT_DROP_WRITE_TOTAL + 64 * 1024);
+}
+
 /* Without swap accounting (no memory.swap.current) nothing can be judged a write. */
 static void test_no_swap_accounting(void **state)
 {
@@ -126,6 +151,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_steps_to_target),
 		cmocka_unit_test(test_stops_when_a_step_writes),
+		cmocka_unit_test(test_stops_when_small_writes_add_up),
 		cmocka_unit_test(test_no_swap_accounting),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_stuck),
