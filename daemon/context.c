@@ -50,8 +50,8 @@ uint64_t pt_now_ms(void)
  * is too long: on the multi-gen LRU a step that reaches the few pages its idle offload kept
  * (aged into the oldest generation with the prefetch) writes them, and the 57 MiB of
  * redis's wake that it never mapped stayed in memory while it served (real_servers, 6.12:
- * resident 66 of 74 MiB). A step writes at most PT_TRIM_ACTIVE_STEP, so in-use memory that
- * keeps being reached costs a step per hold, fewer and fewer.
+ * resident 66 of 74 MiB). A drop writes at most PT_DROP_WRITE_TOTAL (swapcache_drop.h), so
+ * in-use memory that keeps being reached costs that much per hold, fewer and fewer.
  */
 #define PT_TRIM_ACTIVE_HOLD_MS 10000
 #define PT_TRIM_ACTIVE_HOLD_MAX_SHIFT 5
@@ -167,47 +167,6 @@ static void run_cold(struct pt_job *job);
 static void run_trim(struct pt_job *job);
 static void apply_offload(struct pt_context *ctx, struct pt_action *a);
 static void apply_prefetch(struct pt_context *ctx, struct pt_action *a);
-uint64_t pt_context_offload_backoff(struct pt_context *ctx, bool background, uint64_t now)
-{
-	uint64_t back, wait, max, woke = ctx->idle.woke_at_ms;
-
-	if (!background) {
-		ctx->offload_backoff = 0;
-		ctx->bg_woke_ms = 0;
-		ctx->bg_period_ms = 0;
-	} else {
-		/*
-		 * What came back while it was busy: its highest memory.current since the
-		 * wake, not the last, which the cold path may have lowered meanwhile.
-		 */
-		back = ctx->peak_since_wake > ctx->resident_after_idle ?
-		       ctx->peak_since_wake - ctx->resident_after_idle : 0;
-		if (ctx->n_offloads > ctx->offloads_judged &&
-		    ctx->idle_saved >= PT_BACKOFF_MIN_SAVED && back * 2 >= ctx->idle_saved) {
-			ctx->offloads_undone++;
-			if (ctx->offload_backoff < PT_BACKOFF_MAX)
-				ctx->offload_backoff++;
-		}
-		/*
-		 * Its background's period: from its last background wake to this one, or, the
-		 * first time, from the offload to this wake (a lower bound).
-		 */
-		if (ctx->bg_woke_ms && woke > ctx->bg_woke_ms)
-			ctx->bg_period_ms = woke - ctx->bg_woke_ms;
-		else if (woke > ctx->offloaded_at_ms && ctx->offloaded_at_ms)
-			ctx->bg_period_ms = woke - ctx->offloaded_at_ms;
-		ctx->bg_woke_ms = woke;
-	}
-	/* No offload since the last look (deferred, then woken): nothing new to judge. */
-	ctx->offloads_judged = ctx->n_offloads;
-	max = ctx->policy.idle.threshold_ms * ((1ULL << PT_BACKOFF_MAX) - 1);
-	wait = ctx->policy.idle.threshold_ms * ((1ULL << ctx->offload_backoff) - 1);
-	if (ctx->offload_backoff && wait < 2 * ctx->bg_period_ms)
-		wait = 2 * ctx->bg_period_ms < max ? 2 * ctx->bg_period_ms : max;
-	ctx->offload_after_ms = now + wait;
-	return wait;
-}
-
 static void apply_settle(struct pt_context *ctx, struct pt_action *a);
 static void apply_scan(struct pt_context *ctx, struct pt_action *a);
 static void apply_cold(struct pt_context *ctx, struct pt_action *a);
@@ -1521,6 +1480,52 @@ static void apply_settle(struct pt_context *ctx, struct pt_action *a)
 			ctx->policy.name, (unsigned long long)(a->resident_after >> 20),
 			(unsigned long long)(ctx->reclaimed >> 20),
 			(unsigned long long)(ctx->idle_saved >> 20));
+}
+
+uint64_t pt_context_came_back(const struct pt_context *ctx)
+{
+	/*
+	 * Its highest memory.current since the wake, not the last: the cold path may have
+	 * lowered that meanwhile.
+	 */
+	return ctx->peak_since_wake > ctx->resident_after_idle ?
+	       ctx->peak_since_wake - ctx->resident_after_idle : 0;
+}
+
+uint64_t pt_context_offload_backoff(struct pt_context *ctx, bool background, uint64_t now)
+{
+	uint64_t back, wait, max, woke = ctx->idle.woke_at_ms;
+
+	if (!background) {
+		ctx->offload_backoff = 0;
+		ctx->bg_woke_ms = 0;
+		ctx->bg_period_ms = 0;
+	} else {
+		back = pt_context_came_back(ctx);
+		if (ctx->n_offloads > ctx->offloads_judged &&
+		    ctx->idle_saved >= PT_BACKOFF_MIN_SAVED && back * 2 >= ctx->idle_saved) {
+			ctx->offloads_undone++;
+			if (ctx->offload_backoff < PT_BACKOFF_MAX)
+				ctx->offload_backoff++;
+		}
+		/*
+		 * Its background's period: from its last background wake to this one, or, the
+		 * first time, from the offload to this wake (a lower bound).
+		 */
+		if (ctx->bg_woke_ms && woke > ctx->bg_woke_ms)
+			ctx->bg_period_ms = woke - ctx->bg_woke_ms;
+		else if (woke > ctx->offloaded_at_ms && ctx->offloaded_at_ms)
+			ctx->bg_period_ms = woke - ctx->offloaded_at_ms;
+		ctx->bg_woke_ms = woke;
+	}
+	/* No offload since the last look (deferred, then woken): nothing new to judge. */
+	ctx->offloads_judged = ctx->n_offloads;
+	max = ctx->policy.idle.threshold_ms * ((1ULL << PT_BACKOFF_MAX) - 1);
+	wait = ctx->policy.idle.threshold_ms * ((1ULL << ctx->offload_backoff) - 1);
+	if (ctx->offload_backoff && wait < 2 * ctx->bg_period_ms)
+		wait = 2 * ctx->bg_period_ms < max ? 2 * ctx->bg_period_ms : max;
+	ctx->offload_after_ms = now + wait;
+	return wait;
 }
 
 /*

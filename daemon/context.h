@@ -277,6 +277,8 @@ struct pt_action *pt_context_offload(struct pt_context *ctx, uint64_t rate);
 #define PT_BACKOFF_MIN_SAVED	(4ULL << 20)
 #define PT_BACKOFF_MAX		6
 uint64_t pt_context_offload_backoff(struct pt_context *ctx, bool background, uint64_t now);
+/* What came back since its last wake, over what its last idle offload left resident. */
+uint64_t pt_context_came_back(const struct pt_context *ctx);
 struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int kmod_fd);
 /* Chunks used in this many epochs up to the last busy one are in the model's wake set. */
 #define PT_WAKE_RECENT_EPOCHS 5

@@ -220,6 +220,8 @@ enum pt_idle_event pt_idle_memory(struct pt_idle *t, const struct pt_idle_params
 enum pt_idle_event pt_idle_refault(struct pt_idle *t, const struct pt_idle_params *p,
 				   uint64_t pages, uint64_t now_ms)
 {
+	uint64_t wake_pages = pt_idle_wake_pages(t, p);
+
 	/* While active, refaults are part of its work; the scans see what it touches. */
 	if (t->state != PT_STATE_IDLE)
 		return PT_EV_NONE;
@@ -239,8 +241,8 @@ enum pt_idle_event pt_idle_refault(struct pt_idle *t, const struct pt_idle_param
 	 * was most of a wake's detection time on a busy host (bench/scale, 5% of 3,000
 	 * containers: 64 swap-ins took 62 ms at the median, up to 158).
 	 */
-	if (t->refault_win_pages >= pt_idle_wake_pages(t, p) ||
-	    (t->refault_win_pages * PT_IDLE_REFAULT_EARLY_DIV >= pt_idle_wake_pages(t, p) &&
+	if (t->refault_win_pages >= wake_pages ||
+	    (t->refault_win_pages * PT_IDLE_REFAULT_EARLY_DIV >= wake_pages &&
 	     now_ms <= t->refault_win_ms + PT_IDLE_REFAULT_WINDOW_MS / PT_IDLE_REFAULT_EARLY_DIV)) {
 		t->woke_refault_pages = t->refault_win_pages;
 		t->woke_refault_span_ms = now_ms > t->refault_win_ms ? now_ms - t->refault_win_ms : 0;

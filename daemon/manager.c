@@ -804,8 +804,7 @@ static void tick_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now)
 		if (pt_context_offload_backoff(ctx, pt_idle_busy_was_background(&ctx->idle), now))
 			pt_info("%s: idle: %llu idle offloads in a row undone by its own background (no request came since its wake; %llu MiB back of the %llu MiB the last one freed): its offload waits %llu s more",
 				ctx->policy.name, (unsigned long long)ctx->offload_backoff,
-				(unsigned long long)((ctx->peak_since_wake > ctx->resident_after_idle ?
-						      ctx->peak_since_wake - ctx->resident_after_idle : 0) >> 20),
+				(unsigned long long)(pt_context_came_back(ctx) >> 20),
 				(unsigned long long)(ctx->idle_saved >> 20),
 				(unsigned long long)((ctx->offload_after_ms - now) / 1000));
 		if (ctx->idle.last_wake_false)
