@@ -13,6 +13,14 @@
  *   swap-ins  the same limits as faults (each one matters to an idle cgroup's wake);
  *   wakeups   at most one per cgroup per wake_min_interval_ns;
  *   packets   at most one per cgroup per net_min_interval_ns.
+ * The per-interval limits count in jiffies (bpf_jiffies64(), a load of a variable), not with
+ * bpf_ktime_get_ns(), which reads the clocksource: the wakeup and packet programs run for
+ * every wakeup and packet of an opted-in cgroup, the critical service's own included, and
+ * where the clocksource is not the TSC (Debian's 6.1 in the test VM marks it unstable and
+ * keeps time with the HPET, an emulated device register) that read is a large part of
+ * their cost: under QEMU TCG on 6.1, 8-10 us a run with the clock read, 5-6 without
+ * (bench/density, 2026-11-30). The clock is read for what is emitted (its time_ns) and
+ * for an idle cgroup's 10 ms windows, whose events are few.
  * A failed bpf_ringbuf_reserve() is counted per CPU in pt_drops. Only the events of cgroups
  * the daemon marked wake_daemon (idle ones) wake it; the others wait for its next tick.
  *
@@ -31,13 +39,18 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Tunables, set by the loader before load (rodata). */
+/*
+ * Tunables, set by the loader before load (rodata). The intervals are in jiffies (the
+ * loader's pt_bpf_interval_jiffies(): an event may follow the last one after more than that
+ * many ticks, so at least the interval asked for has passed); jiffy_ns is one tick.
+ */
 const volatile __u32 fault_sample_shift = 6;			/* 1 in 64 */
 const volatile __u64 win_ns = 10 * 1000 * 1000ULL;		/* 10 ms */
 const volatile __u32 win_max = 64;				/* per cgroup, type, window */
-const volatile __u64 wake_min_interval_ns = 100 * 1000 * 1000ULL;
-const volatile __u64 net_min_interval_ns = 100 * 1000 * 1000ULL;
-const volatile __u64 active_min_interval_ns = 100 * 1000 * 1000ULL;
+const volatile __u64 jiffy_ns = 4 * 1000 * 1000ULL;		/* HZ = 250 */
+const volatile __u64 wake_min_interval_j = 25;			/* 100 ms */
+const volatile __u64 net_min_interval_j = 25;
+const volatile __u64 active_min_interval_j = 25;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -102,15 +115,15 @@ static __always_inline struct pt_bpf_cgroup *lookup_cgroup(__u64 cgid, __u32 typ
 	return cg;
 }
 
-/* At most one event per @interval per cgroup and type. */
-static __always_inline bool interval_ok(struct pt_bpf_cgroup *cg, __u32 type, __u64 now,
+/* At most one event per @interval jiffies (and a tick) per cgroup and type; 0: no limit. */
+static __always_inline bool interval_ok(struct pt_bpf_cgroup *cg, __u32 type, __u64 now_j,
 					__u64 interval)
 {
 	if (type >= PT_BPF_EV_MAX)
 		return false;
-	if (now - cg->last_emit_ns[type] < interval)
+	if (interval && now_j - cg->last_emit_j[type] <= interval)
 		return false;
-	cg->last_emit_ns[type] = now;
+	cg->last_emit_j[type] = now_j;
 	return true;
 }
 
@@ -136,19 +149,24 @@ static __always_inline bool window_ok(struct pt_bpf_cgroup *cg, __u32 type, __u6
  * (activity.c: refaults of an active context are its work). Without this, 600 active
  * containers filled the ring within a tick (bench/scale, 20% of 3,000).
  */
-static __always_inline bool demand_ok(struct pt_bpf_cgroup *cg, __u32 type, __u64 now)
+static __always_inline bool demand_ok(struct pt_bpf_cgroup *cg, __u32 type, __u64 *now)
 {
-	if (cg->wake_daemon)
-		return window_ok(cg, type, now);
-	return interval_ok(cg, type, now, active_min_interval_ns);
+	if (cg->wake_daemon) {
+		*now = bpf_ktime_get_ns();
+		return window_ok(cg, type, *now);
+	}
+	return interval_ok(cg, type, bpf_jiffies64(), active_min_interval_j);
 }
 
+/* @now: the event's time if it was read already, 0 to read it here. */
 static __always_inline int emit(struct pt_bpf_cgroup *cg, __u32 type, __u32 flags, __u64 now,
 				__u32 pid, __u32 tid, __u64 addr, __u64 extra)
 {
 	struct pt_bpf_event *e;
 	__u32 key = type;
 
+	if (!now)
+		now = bpf_ktime_get_ns();
 	e = bpf_ringbuf_reserve(&pt_events, sizeof(*e), 0);
 	if (!e) {
 		__u64 *drops = bpf_map_lookup_elem(&pt_drops, &key);
@@ -203,8 +221,8 @@ static __always_inline int on_fault(__u64 address, __u64 error_code)
 		limited(PT_BPF_EV_FAULT);
 		return 0;
 	}
-	now = bpf_ktime_get_ns();
-	if (!demand_ok(cg, PT_BPF_EV_FAULT, now)) {
+	now = 0;
+	if (!demand_ok(cg, PT_BPF_EV_FAULT, &now)) {
 		limited(PT_BPF_EV_FAULT);
 		return 0;
 	}
@@ -241,8 +259,8 @@ static __always_inline int on_swapin(__u64 entry)
 	cg = lookup_cgroup(bpf_get_current_cgroup_id(), PT_BPF_EV_SWAPIN);
 	if (!cg)
 		return 0;
-	now = bpf_ktime_get_ns();
-	if (!demand_ok(cg, PT_BPF_EV_SWAPIN, now)) {
+	now = 0;
+	if (!demand_ok(cg, PT_BPF_EV_SWAPIN, &now)) {
 		limited(PT_BPF_EV_SWAPIN);
 		return 0;
 	}
@@ -334,21 +352,21 @@ int BPF_PROG(pt_swapin_lru_raw, struct folio *folio)
 static __always_inline int wakeup_in(__u64 cgid, struct task_struct *p)
 {
 	struct pt_bpf_cgroup *cg;
-	__u64 now, gap;
+	__u64 now_j, gap;
 
 	cg = lookup_cgroup(cgid, PT_BPF_EV_WAKEUP);
 	if (!cg)
 		return 0;
-	now = bpf_ktime_get_ns();
-	gap = cg->last_seen_ns ? now - cg->last_seen_ns : ~0ULL;
-	/* Written only when it moved by 1 ms, to keep a busy cgroup's entry cache-friendly. */
-	if (gap > 1000 * 1000ULL)
-		cg->last_seen_ns = now;
-	if (!interval_ok(cg, PT_BPF_EV_WAKEUP, now, wake_min_interval_ns)) {
+	now_j = bpf_jiffies64();
+	gap = cg->last_seen_j ? (now_j - cg->last_seen_j) * jiffy_ns : ~0ULL;
+	/* Written only when it moved by a tick, to keep a busy cgroup's entry cache-friendly. */
+	if (now_j != cg->last_seen_j)
+		cg->last_seen_j = now_j;
+	if (!interval_ok(cg, PT_BPF_EV_WAKEUP, now_j, wake_min_interval_j)) {
 		limited(PT_BPF_EV_WAKEUP);
 		return 0;
 	}
-	return emit(cg, PT_BPF_EV_WAKEUP, 0, now, BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid),
+	return emit(cg, PT_BPF_EV_WAKEUP, 0, 0, BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid),
 		    0, gap);
 }
 
@@ -421,20 +439,19 @@ int BPF_PROG(pt_attach_raw, struct cgroup *dst, const char *path, struct task_st
 static __always_inline int on_unix_recv(long ret)
 {
 	struct pt_bpf_cgroup *cg;
-	__u64 id, now;
+	__u64 id;
 
 	if (ret <= 0)
 		return 0;
 	cg = lookup_cgroup(bpf_get_current_cgroup_id(), PT_BPF_EV_NET);
 	if (!cg)
 		return 0;
-	now = bpf_ktime_get_ns();
-	if (!interval_ok(cg, PT_BPF_EV_NET, now, net_min_interval_ns)) {
+	if (!interval_ok(cg, PT_BPF_EV_NET, bpf_jiffies64(), net_min_interval_j)) {
 		limited(PT_BPF_EV_NET);
 		return 0;
 	}
 	id = bpf_get_current_pid_tgid();
-	return emit(cg, PT_BPF_EV_NET, 1 /* AF_UNIX */, now, id >> 32, (__u32)id, 0, 0);
+	return emit(cg, PT_BPF_EV_NET, 1 /* AF_UNIX */, 0, id >> 32, (__u32)id, 0, 0);
 }
 
 /* static int unix_stream_recvmsg(struct socket *sock, struct msghdr *msg, size_t size, int flags) */
@@ -463,16 +480,14 @@ SEC("cgroup_skb/ingress")
 int pt_ingress(struct __sk_buff *skb)
 {
 	struct pt_bpf_cgroup *cg;
-	__u64 now;
 
 	cg = lookup_cgroup(bpf_skb_cgroup_id(skb), PT_BPF_EV_NET);
 	if (!cg)
 		return 1;
-	now = bpf_ktime_get_ns();
-	if (!interval_ok(cg, PT_BPF_EV_NET, now, net_min_interval_ns)) {
+	if (!interval_ok(cg, PT_BPF_EV_NET, bpf_jiffies64(), net_min_interval_j)) {
 		limited(PT_BPF_EV_NET);
 		return 1;
 	}
-	emit(cg, PT_BPF_EV_NET, bpf_ntohs((__u16)skb->protocol), now, 0, 0, 0, skb->len);
+	emit(cg, PT_BPF_EV_NET, bpf_ntohs((__u16)skb->protocol), 0, 0, 0, 0, skb->len);
 	return 1;
 }

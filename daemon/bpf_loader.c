@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -211,14 +212,31 @@ static int find_signal_of_prog(const char *prog, int *sig)
 	return -ENOENT;
 }
 
+/* One jiffy in ns: the coarse clock's resolution is the kernel's tick. 0 if unknown. */
+static uint64_t jiffy_ns(void)
+{
+	struct timespec res;
+
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) || res.tv_sec || res.tv_nsec <= 0)
+		return 0;
+	return (uint64_t)res.tv_nsec;
+}
+
 static void set_rodata(struct pagetier_bpf *skel, const struct pt_bpf_opts *o)
 {
+	uint64_t tick = jiffy_ns();
+
 	skel->rodata->fault_sample_shift = o->fault_sample_shift > 16 ? 16 : o->fault_sample_shift;
 	skel->rodata->win_ns = o->win_ns;
 	skel->rodata->win_max = o->win_max;
-	skel->rodata->active_min_interval_ns = o->active_min_interval_ns;
-	skel->rodata->wake_min_interval_ns = o->wake_min_interval_ns;
-	skel->rodata->net_min_interval_ns = o->net_min_interval_ns;
+	if (tick)
+		skel->rodata->jiffy_ns = tick;
+	else
+		pt_warn("the kernel's tick is unknown (clock_getres of CLOCK_MONOTONIC_COARSE): the BPF rate limits assume HZ = 250");
+	tick = skel->rodata->jiffy_ns;
+	skel->rodata->active_min_interval_j = pt_bpf_interval_jiffies(o->active_min_interval_ns, tick);
+	skel->rodata->wake_min_interval_j = pt_bpf_interval_jiffies(o->wake_min_interval_ns, tick);
+	skel->rodata->net_min_interval_j = pt_bpf_interval_jiffies(o->net_min_interval_ns, tick);
 }
 
 static struct bpf_link *attach_cand(struct pt_bpf *b, const struct cand *c,

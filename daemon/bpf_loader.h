@@ -36,6 +36,20 @@ struct pt_bpf_opts {
 void pt_bpf_default_opts(struct pt_bpf_opts *opts);
 
 /*
+ * The programs count the per-interval limits in jiffies (pagetier.bpf.c says why): an event
+ * passes when more than this many ticks of @jiffy_ns have gone by since the last, so at
+ * least @ns has (up to two ticks more). @jiffy_ns is one tick, as
+ * clock_getres(CLOCK_MONOTONIC_COARSE) gives it (the kernel's TICK_NSEC); 0 is taken as
+ * 4 ms (HZ = 250).
+ */
+static inline uint64_t pt_bpf_interval_jiffies(uint64_t ns, uint64_t jiffy_ns)
+{
+	if (!jiffy_ns)
+		jiffy_ns = 4000000;
+	return (ns + jiffy_ns - 1) / jiffy_ns;
+}
+
+/*
  * Opens, loads and attaches. On success *out is set and @report lists what was attached,
  * e.g. "fault=tp_btf/page_fault_user swapin=fentry/swap_read_folio ...", and what was not
  * ("net=none(...)"). On failure returns a negative errno and @report says why.

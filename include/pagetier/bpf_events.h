@@ -24,8 +24,9 @@ enum pt_bpf_event_type {
 	 * it). addr: 0, extra: the swap entry (type and offset, swp_entry_t.val). */
 	PT_BPF_EV_SWAPIN = 2,
 	/* A task of the cgroup was woken. pid/tid: the woken task, not the waker.
-	 * extra: ns since the previous wakeup seen in this cgroup (saturates; U64_MAX for the
-	 * first one), so a wake after a quiet period is told from ongoing activity. */
+	 * extra: ns since the previous wakeup seen in this cgroup, in whole ticks (0: the same
+	 * tick; U64_MAX for the first one), so a wake after a quiet period is told from
+	 * ongoing activity. */
 	PT_BPF_EV_WAKEUP = 3,
 	/* A packet delivered to a socket owned by the cgroup. pid/tid: 0 (softirq context).
 	 * extra: the packet length, flags: its ethertype (host order). Or a message read from
@@ -55,9 +56,10 @@ struct pt_bpf_event {
  */
 struct pt_bpf_cgroup {
 	__u64 report_id;
-	__u64 last_emit_ns[PT_BPF_EV_MAX];	/* min-interval limit (wakeups, packets; an
-						 * active cgroup's faults and swap-ins) */
-	__u64 last_seen_ns;			/* last wakeup seen, emitted or not */
+	__u64 last_emit_j[PT_BPF_EV_MAX];	/* min-interval limit, in jiffies (wakeups,
+						 * packets; an active cgroup's faults and
+						 * swap-ins) */
+	__u64 last_seen_j;			/* last wakeup seen, emitted or not (jiffies) */
 	__u64 win_start_ns[PT_BPF_EV_MAX];	/* window limit (an idle cgroup's faults, swap-ins) */
 	__u32 win_count[PT_BPF_EV_MAX];
 	/*
