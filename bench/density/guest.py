@@ -82,6 +82,20 @@ def env_int(name, default):
     return int(os.environ.get(name, default))
 
 
+def clocksource():
+    """The guest's clocksource. Under QEMU TCG, 6.1 marks the TSC unstable at boot ("TSCs
+    unsynchronized") and keeps time with the HPET, an emulated device whose every read (each
+    clock_gettime and ktime_get: the network stack's timestamps, hrtimers, BPF's
+    bpf_ktime_get_ns) is an exit to QEMU; 6.12 keeps the TSC, unless its watchdog marks it
+    unstable later under load. Kept per window, so that a run whose clock changed under it
+    shows."""
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def log(msg):
     print(f"# [{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -564,7 +578,7 @@ def main():
     with open("/sys/kernel/mm/lru_gen/enabled") as f:
         lru_gen = f.read().strip()
     log(f"{config} ({profile}): kernel {os.uname().release}, MGLRU {lru_gen}, "
-        f"{meminfo()['MemTotal'] // MIB} MiB RAM")
+        f"{meminfo()['MemTotal'] // MIB} MiB RAM, clocksource {clocksource()}")
     lock_harness_memory()
     # BPF_STATS=1: each window also records the BPF programs' run time (a diagnosis: the
     # kernel then times every run of every program, which costs a little itself).
@@ -604,7 +618,8 @@ def main():
     noise.start()
     servers = []
     results = {"config": config, "profile": profile, "kernel": os.uname().release,
-               "lru_gen": lru_gen, "ram_MiB": meminfo()["MemTotal"] // MIB, "rate": rate,
+               "lru_gen": lru_gen, "clocksource": clocksource(),
+               "ram_MiB": meminfo()["MemTotal"] // MIB, "rate": rate,
                "measure_s": measure_s, "settle_s": settle_s, "time_scale": scale,
                "solo_windows": solo_windows,
                "crit_MiB": crit_mb, "noise_MiB": noise_mb, "noise_sizes": sizes,
@@ -705,6 +720,7 @@ def main():
                 "pswpout": vm1.get("pswpout", 0) - vm0.get("pswpout", 0),
                 "oom_kill": vm1.get("oom_kill", 0),
                 "window_cpu": window_cpu,
+                "clocksource": clocksource(),
                 "elapsed_s": round(time.monotonic() - t_begin)}
         if daemon:
             step["on_tier_MiB"] = sum(e2elib.tier_bytes_by_cgroup().values()) // MIB
@@ -733,6 +749,9 @@ def main():
                 for side, kinds in window_cpu["pagetierd_jobs_cpu_s"].items()))
         log("  top tasks (CPU s): " + ", ".join(
             f"{k} {v}" for k, v in window_cpu["top_tasks_cpu_s"].items()))
+        if step["clocksource"] != results["clocksource"]:
+            log(f"  the guest's clocksource is {step['clocksource']} now, "
+                f"{results['clocksource']} at the start: its figures are not comparable")
         if bpf_stats:
             log("  BPF programs (s, runs): " + ", ".join(
                 f"{k} {v[0]} {v[1]}" for k, v in sorted(
