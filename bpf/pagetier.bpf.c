@@ -115,13 +115,20 @@ static __always_inline struct pt_bpf_cgroup *lookup_cgroup(__u64 cgid, __u32 typ
 	return cg;
 }
 
-/* At most one event per @interval jiffies (and a tick) per cgroup and type; 0: no limit. */
-static __always_inline bool interval_ok(struct pt_bpf_cgroup *cg, __u32 type, __u64 now_j,
-					__u64 interval)
+/* More than @interval jiffies since the last event of this cgroup and type; 0: no limit. */
+static __always_inline bool interval_due(struct pt_bpf_cgroup *cg, __u32 type, __u64 now_j,
+					 __u64 interval)
 {
 	if (type >= PT_BPF_EV_MAX)
 		return false;
-	if (interval && now_j - cg->last_emit_j[type] <= interval)
+	return !interval || now_j - cg->last_emit_j[type] > interval;
+}
+
+/* At most one event per @interval jiffies (and a tick) per cgroup and type. */
+static __always_inline bool interval_ok(struct pt_bpf_cgroup *cg, __u32 type, __u64 now_j,
+					__u64 interval)
+{
+	if (!interval_due(cg, type, now_j, interval))
 		return false;
 	cg->last_emit_j[type] = now_j;
 	return true;
@@ -468,26 +475,73 @@ int BPF_KRETPROBE(pt_unix_recv_kp, int ret)
 	return on_unix_recv(ret);
 }
 
+#define PT_TCP_FIN 0x01
+#define PT_TCP_SYN 0x02
+
+/*
+ * Whether a packet may carry a request: anything but a TCP segment without data that is not
+ * a SYN. An ACK, a FIN, a RST or a keepalive probe is a connection's housekeeping, and it
+ * comes on its own long after the last request: nginx closes an idle keep-alive connection
+ * 75 s after its last request, and the client's ACK of that FIN woke the idle nginx of
+ * real_servers for nothing (a prefetch, then an offload again). A SYN is the first packet of
+ * a request on a new connection: the earliest sign of it. The packet starts at its network
+ * header here (cgroup_skb); an IPv6 packet with extension headers before TCP counts, as do
+ * packets the program cannot read.
+ */
+static __always_inline bool may_carry_request(struct __sk_buff *skb)
+{
+	__u32 ip_len, tcp_len;
+	__u8 ip[40], tcp[14];
+	__u16 proto = bpf_ntohs((__u16)skb->protocol);
+
+	if (proto == 0x0800) {		/* ETH_P_IP */
+		if (bpf_skb_load_bytes(skb, 0, ip, 20))
+			return true;
+		if (ip[9] != IPPROTO_TCP)
+			return true;
+		ip_len = (ip[0] & 0x0f) * 4;
+	} else if (proto == 0x86dd) {	/* ETH_P_IPV6 */
+		if (bpf_skb_load_bytes(skb, 0, ip, 40))
+			return true;
+		if (ip[6] != IPPROTO_TCP)
+			return true;
+		ip_len = 40;
+	} else {
+		return true;
+	}
+	if (ip_len < 20 || ip_len > 60 || bpf_skb_load_bytes(skb, ip_len, tcp, sizeof(tcp)))
+		return true;
+	if (tcp[13] & PT_TCP_SYN)
+		return true;
+	tcp_len = (tcp[12] >> 4) * 4;
+	return skb->len > ip_len + tcp_len;
+}
+
 /*
  * Attached once to the cgroup2 root (multi), so it runs for every packet delivered to a
  * local socket, after the stack has found the socket. bpf_skb_cgroup_id() is the cgroup of
  * that socket (the cgroup of the task that created it): the receiving container, even though
  * this runs in softirq context on whatever task the CPU happened to run. A tracepoint such as
- * net/netif_receive_skb fires before the socket lookup and so cannot be attributed. Always
- * lets the packet through.
+ * net/netif_receive_skb fires before the socket lookup and so cannot be attributed. Only a
+ * packet that may carry a request counts (may_carry_request); the others neither emit nor
+ * use up the interval. Always lets the packet through.
  */
 SEC("cgroup_skb/ingress")
 int pt_ingress(struct __sk_buff *skb)
 {
 	struct pt_bpf_cgroup *cg;
+	__u64 now_j;
 
 	cg = lookup_cgroup(bpf_skb_cgroup_id(skb), PT_BPF_EV_NET);
 	if (!cg)
 		return 1;
-	if (!interval_ok(cg, PT_BPF_EV_NET, bpf_jiffies64(), net_min_interval_j)) {
+	now_j = bpf_jiffies64();
+	if (!interval_due(cg, PT_BPF_EV_NET, now_j, net_min_interval_j) ||
+	    !may_carry_request(skb)) {
 		limited(PT_BPF_EV_NET);
 		return 1;
 	}
+	cg->last_emit_j[PT_BPF_EV_NET] = now_j;
 	emit(cg, PT_BPF_EV_NET, bpf_ntohs((__u16)skb->protocol), 0, 0, 0, 0, skb->len);
 	return 1;
 }

@@ -28,7 +28,9 @@ enum pt_bpf_event_type {
 	 * tick; U64_MAX for the first one), so a wake after a quiet period is told from
 	 * ongoing activity. */
 	PT_BPF_EV_WAKEUP = 3,
-	/* A packet delivered to a socket owned by the cgroup. pid/tid: 0 (softirq context).
+	/* A packet delivered to a socket owned by the cgroup that may carry a request (not a
+	 * TCP segment without data other than a SYN: an ACK, FIN, RST or keepalive probe is
+	 * a connection's housekeeping). pid/tid: 0 (softirq context).
 	 * extra: the packet length, flags: its ethertype (host order). Or a message read from
 	 * a unix stream socket by a task of the cgroup: flags 1 (AF_UNIX), pid/tid: the
 	 * reader, extra: 0. */

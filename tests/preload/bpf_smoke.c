@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -183,6 +184,129 @@ static uint64_t unix_events(struct pt_bpf *b, const char *dir, int row, bool wit
 	waitpid(pid, &status, 0);
 	pt_bpf_poll(b, on_event, NULL);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? counts[row][PT_BPF_EV_NET] : UINT64_MAX;
+}
+
+/*
+ * A TCP server in cgroup @dir: listens on 127.0.0.1, writes its port to @port_fd, accepts
+ * connections and holds them; for each byte read from @cmd_fd it shuts the write side of
+ * its newest connection (a FIN to the client), and it exits at the pipe's end.
+ */
+static void tcp_server(const char *dir, int port_fd, int cmd_fd)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	char path[600], c;
+	int ls, conn = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) != 0)
+		_exit(2);
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 4) ||
+	    getsockname(ls, (struct sockaddr *)&a, &len))
+		_exit(3);
+	if (write(port_fd, &a.sin_port, sizeof(a.sin_port)) != sizeof(a.sin_port))
+		_exit(4);
+	for (;;) {
+		struct pollfd p[2] = { { .fd = ls, .events = POLLIN }, { .fd = cmd_fd, .events = POLLIN } };
+
+		if (poll(p, 2, -1) < 0)
+			_exit(5);
+		if (p[0].revents & POLLIN)
+			conn = accept(ls, NULL, NULL);
+		if (p[1].revents & (POLLIN | POLLHUP)) {
+			if (read(cmd_fd, &c, 1) != 1)
+				_exit(0);
+			if (conn >= 0)
+				shutdown(conn, SHUT_WR);
+		}
+	}
+}
+
+static int tcp_connect(in_port_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = port,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof(a))) {
+		close(s);
+		s = -1;
+	}
+	return s;
+}
+
+/*
+ * Net events of cgroup @row (@dir) from a TCP connection's housekeeping, and from a request
+ * on it: *@housekeeping counts what came, past the per-cgroup interval each time, from the
+ * client's keepalive probes, its ACK of the server's FIN and its own FIN; *@request from a
+ * request's data, and from a new connection's SYN.
+ */
+static bool tcp_events(struct pt_bpf *b, const char *dir, int row, uint64_t *housekeeping,
+		       uint64_t *request, uint64_t *syn)
+{
+	int port_pipe[2], cmd_pipe[2], c, one = 1, sec = 1;
+	in_port_t port;
+	pid_t server;
+	bool ok = false;
+
+	if (pipe(port_pipe) || pipe(cmd_pipe))
+		return false;
+	server = fork();
+	if (server == 0) {
+		close(cmd_pipe[1]);
+		tcp_server(dir, port_pipe[1], cmd_pipe[0]);
+	}
+	close(cmd_pipe[0]);
+	if (read(port_pipe[0], &port, sizeof(port)) != sizeof(port))
+		goto out;
+	/* Housekeeping: keepalive probes (1 s idle, 1 s apart), then the close from both ends. */
+	c = tcp_connect(port);
+	if (c < 0)
+		goto out;
+	usleep(200 * 1000);
+	pt_bpf_poll(b, on_event, NULL);
+	memset(counts, 0, sizeof(counts));
+	if (setsockopt(c, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+	    setsockopt(c, IPPROTO_TCP, TCP_KEEPIDLE, &sec, sizeof(sec)) ||
+	    setsockopt(c, IPPROTO_TCP, TCP_KEEPINTVL, &sec, sizeof(sec)))
+		goto out_close;
+	usleep(2500 * 1000);
+	if (write(cmd_pipe[1], "s", 1) != 1)		/* the server's FIN; the client ACKs it */
+		goto out_close;
+	usleep(200 * 1000);
+	close(c);					/* the client's FIN */
+	c = -1;
+	usleep(200 * 1000);
+	pt_bpf_poll(b, on_event, NULL);
+	*housekeeping = counts[row][PT_BPF_EV_NET];
+	/* A new connection: its SYN; then, past the interval, a request's data. */
+	memset(counts, 0, sizeof(counts));
+	c = tcp_connect(port);
+	if (c < 0)
+		goto out;
+	usleep(200 * 1000);
+	pt_bpf_poll(b, on_event, NULL);
+	*syn = counts[row][PT_BPF_EV_NET];
+	memset(counts, 0, sizeof(counts));
+	if (write(c, "GET /\r\n", 7) != 7)
+		goto out_close;
+	usleep(200 * 1000);
+	pt_bpf_poll(b, on_event, NULL);
+	*request = counts[row][PT_BPF_EV_NET];
+	ok = true;
+out_close:
+	if (c >= 0)
+		close(c);
+out:
+	close(cmd_pipe[1]);
+	close(port_pipe[0]);
+	close(port_pipe[1]);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	return ok;
 }
 
 /* Tasks whose wakeup events in cgroup a are looked for, and whether one came. */
@@ -460,6 +584,23 @@ int main(int argc, char **argv)
 		       " from reads of data\n", empty, data);
 		check(empty == 0, "no net event for unix reads that find nothing (-EAGAIN)");
 		check(data != UINT64_MAX && data > 0, "net events for unix reads that return data");
+	}
+
+	/*
+	 * TCP packets into b: a request's data and a new connection's SYN are net events; a
+	 * connection's housekeeping (keepalive probes, ACKs, FINs) is none, for it comes on its
+	 * own long after the last request (a server closing an idle keep-alive connection).
+	 */
+	if (strstr(report, "net=") && !strstr(report, "net=none")) {
+		uint64_t hk = UINT64_MAX, req = 0, syn = 0;
+		bool ran = tcp_events(b, dir[1], 1, &hk, &req, &syn);
+
+		printf("# tcp into b: %" PRIu64 " net events from keepalive probes, ACKs and FINs, "
+		       "%" PRIu64 " from a SYN, %" PRIu64 " from a request's data\n", hk, syn, req);
+		check(ran, "a TCP connection into b");
+		check(hk == 0, "no net event for a TCP connection's housekeeping (keepalive, ACK, FIN)");
+		check(syn > 0, "a net event for a new connection's SYN");
+		check(req > 0, "a net event for a request's data on an open connection");
 	}
 
 out_close:
