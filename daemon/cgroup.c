@@ -198,14 +198,17 @@ void pt_cgroup_files_close(struct pt_cgroup_files *f)
 {
 	close_fd1(&f->cpu_stat1);
 	close_fd1(&f->memory_current1);
+	close_fd1(&f->memory_stat1);
+	close_fd1(&f->memory_swap_current1);
 }
 
 /*
  * Reads @file of @dir into @buf through the descriptor kept in *@fd1, opening it first
- * (kept if the limit allows, else closed after). A removed cgroup's file reads ENODEV:
- * -ENOENT, as a path that is gone, and the descriptor is let go.
+ * (kept if fewer than @limit are open, else closed after). A removed cgroup's file reads
+ * ENODEV: -ENOENT, as a path that is gone, and the descriptor is let go.
  */
-static ssize_t read_kept(const char *dir, const char *file, int *fd1, char *buf, size_t size)
+static ssize_t read_kept(const char *dir, const char *file, int *fd1, char *buf, size_t size,
+			 int limit)
 {
 	char path[PATH_MAX];
 	ssize_t n, total = 0;
@@ -217,7 +220,7 @@ static ssize_t read_kept(const char *dir, const char *file, int *fd1, char *buf,
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return -errno;
-		keep = files_open < files_limit;
+		keep = files_open < limit;
 		if (keep) {
 			*fd1 = fd + 1;
 			files_open++;
@@ -248,9 +251,10 @@ static ssize_t read_kept(const char *dir, const char *file, int *fd1, char *buf,
 }
 
 /* The memory breakdown: memory.stat and memory.swap.current (pt_cgroup_sample's @full). */
-static int sample_memory_stat(const char *dir, struct pt_cgroup_sample *s)
+static int sample_memory_stat(const char *dir, struct pt_cgroup_files *f,
+			      struct pt_cgroup_sample *s)
 {
-	char path[PATH_MAX], *stat;
+	char *stat, buf[64];
 	ssize_t n;
 	int rc;
 
@@ -258,8 +262,7 @@ static int sample_memory_stat(const char *dir, struct pt_cgroup_sample *s)
 	stat = malloc(16384);
 	if (!stat)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/memory.stat", dir);
-	n = pt_read_file(path, stat, 16384);
+	n = read_kept(dir, "memory.stat", &f->memory_stat1, stat, 16384, files_limit / 2);
 	rc = n < 0 ? (int)n : pt_flat_keyed_get(stat, "anon", &s->anon);
 	/* Pages both in memory and in swap: written, but not yet freed. */
 	if (!rc && pt_flat_keyed_get(stat, "swapcached", &s->swapcached))
@@ -278,7 +281,9 @@ static int sample_memory_stat(const char *dir, struct pt_cgroup_sample *s)
 	if (rc)
 		return rc;
 	/* memory.swap.current is absent without swap accounting; that is not an error. */
-	if (pt_cgroup_read_u64(dir, "memory.swap.current", &s->swap_current))
+	n = read_kept(dir, "memory.swap.current", &f->memory_swap_current1, buf, sizeof(buf),
+		      files_limit / 2);
+	if (n < 0 || pt_cgroup_parse_u64(buf, &s->swap_current))
 		s->swap_current = 0;
 	return 0;
 }
@@ -290,19 +295,19 @@ int pt_cgroup_sample_files(const char *dir, struct pt_cgroup_files *f,
 	ssize_t n;
 	int rc;
 
-	n = read_kept(dir, "cpu.stat", &f->cpu_stat1, buf, sizeof(buf));
+	n = read_kept(dir, "cpu.stat", &f->cpu_stat1, buf, sizeof(buf), files_limit);
 	if (n < 0)
 		return (int)n;
 	rc = pt_flat_keyed_get(buf, "usage_usec", &s->cpu_usage_usec);
 	if (rc)
 		return rc;
-	n = read_kept(dir, "memory.current", &f->memory_current1, buf, 64);
+	n = read_kept(dir, "memory.current", &f->memory_current1, buf, 64, files_limit);
 	if (n < 0)
 		return (int)n;
 	rc = pt_cgroup_parse_u64(buf, &s->memory_current);
 	if (rc || !full)
 		return rc;
-	return sample_memory_stat(dir, s);
+	return sample_memory_stat(dir, f, s);
 }
 
 /* One sample with nothing kept open after it. */

@@ -67,10 +67,13 @@ int pt_cgroup_sample(const char *dir, struct pt_cgroup_sample *s, bool full);
  * path's lookup in kernfs) cost twice that read (bench/scale/readers.c: 2.95 against 1.07
  * us a file at 3,000 cgroups). Descriptors plus one, so that a zeroed struct holds none.
  * Up to a process-wide limit (pt_cgroup_files_set_limit; 0, the default: none kept), past
- * which a sample opens and closes as pt_cgroup_sample does.
+ * which a sample opens and closes as pt_cgroup_sample does. A full sample's files
+ * (memory.stat, memory.swap.current) are kept too, but only while fewer than half the
+ * limit are open: the files every sample reads come first.
  */
 struct pt_cgroup_files {
 	int cpu_stat1, memory_current1;
+	int memory_stat1, memory_swap_current1;
 };
 
 int pt_cgroup_sample_files(const char *dir, struct pt_cgroup_files *f,

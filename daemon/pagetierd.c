@@ -590,7 +590,10 @@ static void raise_fd_limit(void)
 	quarter = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / 4 > INT_MAX ?
 		  INT_MAX : (int)(rl.rlim_cur / 4);
 	pt_pidfd_set_limit(quarter);
-	/* Two per container (cpu.stat, memory.current) kept open: a quarter as well. */
+	/*
+	 * Two per container (cpu.stat, memory.current) kept open, and two more (memory.stat,
+	 * memory.swap.current) within half of that: a quarter as well.
+	 */
 	pt_cgroup_files_set_limit(quarter);
 	pt_info("descriptors: at most %llu, of which %d pidfds pinning processes and %d cgroup files kept open",
 		(unsigned long long)rl.rlim_cur, quarter, quarter);

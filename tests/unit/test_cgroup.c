@@ -273,11 +273,32 @@ static void test_sample_files_kept_open(void **state)
 	assert_int_equal(pt_cgroup_sample_files(a, &fa, &smp, true), 0);
 	assert_int_equal(smp.anon, 8192);
 	assert_int_equal(smp.swapcached, 4096);
+	/* The limit's half was reached: the breakdown's files were not kept. */
+	assert_int_equal(fa.memory_stat1, 0);
+	assert_int_equal(fa.memory_swap_current1, 0);
 	pt_cgroup_files_close(&fa);
 	pt_cgroup_files_close(&fb);
 	pt_cgroup_files_close(&fb);	/* twice: nothing */
 	assert_int_equal(pt_cgroup_files_open_count(), 0);
 	assert_int_equal(fa.cpu_stat1, 0);
+	/* Under half the limit, a full sample keeps memory.stat and memory.swap.current too. */
+	pt_cgroup_files_set_limit(16);
+	fx_write(root, "a/memory.swap.current", "12288\n");
+	assert_int_equal(pt_cgroup_sample_files(a, &fa, &smp, true), 0);
+	assert_int_equal(pt_cgroup_files_open_count(), 4);
+	assert_true(fa.memory_stat1 > 0 && fa.memory_swap_current1 > 0);
+	assert_int_equal(smp.swap_current, 12288);
+	fx_write(root, "a/memory.stat", "anon 4096\nfile 8192\nshmem 4096\n");
+	fx_write(root, "a/memory.swap.current", "0\n");
+	assert_int_equal(pt_cgroup_sample_files(a, &fa, &smp, true), 0);
+	assert_int_equal(smp.anon, 4096);
+	assert_int_equal(smp.swapcached, 0);
+	assert_int_equal(smp.file_cache, 4096);
+	assert_int_equal(smp.swap_current, 0);
+	assert_int_equal(pt_cgroup_files_open_count(), 4);
+	pt_cgroup_files_close(&fa);
+	assert_int_equal(pt_cgroup_files_open_count(), 0);
+	assert_int_equal(fa.memory_stat1, 0);
 	/* Limit 0: nothing kept. */
 	pt_cgroup_files_set_limit(0);
 	assert_int_equal(pt_cgroup_sample_files(a, &fa, &smp, false), 0);
