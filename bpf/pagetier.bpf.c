@@ -475,8 +475,7 @@ int BPF_KRETPROBE(pt_unix_recv_kp, int ret)
 	return on_unix_recv(ret);
 }
 
-#define PT_TCP_FIN 0x01
-#define PT_TCP_SYN 0x02
+#define PT_TCP_SYN 0x02	/* in the TCP header's flags byte (13) */
 
 /*
  * Whether a packet may carry a request: anything but a TCP segment without data that is not
