@@ -484,12 +484,18 @@ def start_damon_reclaim(scale):
 
 def damon_stats(p):
     out = {}
-    for k in ("kdamond_pid", "nr_reclaimed_regions", "bytes_reclaimed_regions"):
+    # What it tried (regions that matched the scheme) and what it reclaimed of them, and
+    # how often its quota stopped it: a scheme that reclaims nothing tells which it is.
+    for k in ("kdamond_pid", "nr_reclaim_tried_regions", "bytes_reclaim_tried_regions",
+              "nr_reclaimed_regions", "bytes_reclaimed_regions", "nr_quota_exceeds"):
         try:
             with open(os.path.join(p, k)) as f:
                 out[k] = int(f.read())
         except (OSError, ValueError):
             pass
+    # The metric of its watermarks (free memory per mille of RAM), at the window's end.
+    mi = meminfo()
+    out["free_permille"] = mi["MemFree"] * 1000 // mi["MemTotal"]
     return out
 
 
