@@ -97,18 +97,26 @@ static void swap_cycle(char *p)
  * The busy process of one group: faults on fresh pages, short sleeps, packets to itself,
  * and with @swap, a swap-out and swap-in of 2 MiB every 20 rounds.
  */
-static void busy(const char *dir, bool swap)
+/* Moves the calling process into cgroup @dir, or exits with 2. */
+static void join_cgroup(const char *dir)
 {
-	struct sockaddr_in addr = { .sin_family = AF_INET };
-	socklen_t alen = sizeof(addr);
-	char path[512], buf[32];
-	int fd, rx, tx;
+	char path[600];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	f = fopen(path, "w");
 	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) != 0)
 		_exit(2);
+}
+
+static void busy(const char *dir, bool swap)
+{
+	struct sockaddr_in addr = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(addr);
+	char buf[32];
+	int fd, rx, tx;
+
+	join_cgroup(dir);
 	/* Sockets made after the move belong to this cgroup (sk_cgrp_data at creation). */
 	rx = socket(AF_INET, SOCK_DGRAM, 0);
 	tx = socket(AF_INET, SOCK_DGRAM, 0);
@@ -150,14 +158,10 @@ static int on_event(const struct pt_bpf_event *e, void *arg);
  */
 static void unix_reader(const char *dir, bool with_data, int reads)
 {
-	char path[512], buf[32];
+	char buf[32];
 	int sv[2];
-	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) != 0)
-		_exit(2);
+	join_cgroup(dir);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
 		_exit(3);
 	for (int i = 0; i < reads; i++) {
@@ -195,14 +199,10 @@ static void tcp_server(const char *dir, int port_fd, int cmd_fd)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(a);
-	char path[600], c;
+	char c;
 	int ls, conn = -1;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) != 0)
-		_exit(2);
+	join_cgroup(dir);
 	ls = socket(AF_INET, SOCK_STREAM, 0);
 	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 4) ||
 	    getsockname(ls, (struct sockaddr *)&a, &len))
@@ -344,14 +344,9 @@ static void spin_ms(uint64_t ms)
  */
 static void spinner(const char *dir, int fd)
 {
-	char path[600];
 	pid_t child;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) != 0)
-		_exit(2);
+	join_cgroup(dir);
 	spin_ms(300);
 	child = fork();
 	if (child == 0)
