@@ -239,10 +239,25 @@ static int tcp_connect(in_port_t port)
 }
 
 /*
+ * The net events of cgroup @row that came within 200 ms (past the per-cgroup interval);
+ * the counts start again from zero.
+ */
+static uint64_t net_events_settled(struct pt_bpf *b, int row)
+{
+	uint64_t n;
+
+	usleep(200 * 1000);
+	pt_bpf_poll(b, on_event, NULL);
+	n = counts[row][PT_BPF_EV_NET];
+	memset(counts, 0, sizeof(counts));
+	return n;
+}
+
+/*
  * Net events of cgroup @row (@dir) from a TCP connection's housekeeping, and from a request
  * on it: *@housekeeping counts what came, past the per-cgroup interval each time, from the
- * client's keepalive probes, its ACK of the server's FIN and its own FIN; *@request from a
- * request's data, and from a new connection's SYN.
+ * client's keepalive probes, its ACK of the server's FIN and its own FIN; *@syn from a new
+ * connection's SYN; *@request from a request's data on it.
  */
 static bool tcp_events(struct pt_bpf *b, const char *dir, int row, uint64_t *housekeeping,
 		       uint64_t *request, uint64_t *syn)
@@ -266,9 +281,7 @@ static bool tcp_events(struct pt_bpf *b, const char *dir, int row, uint64_t *hou
 	c = tcp_connect(port);
 	if (c < 0)
 		goto out;
-	usleep(200 * 1000);
-	pt_bpf_poll(b, on_event, NULL);
-	memset(counts, 0, sizeof(counts));
+	net_events_settled(b, row);			/* the handshake's */
 	if (setsockopt(c, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
 	    setsockopt(c, IPPROTO_TCP, TCP_KEEPIDLE, &sec, sizeof(sec)) ||
 	    setsockopt(c, IPPROTO_TCP, TCP_KEEPINTVL, &sec, sizeof(sec)))
@@ -279,23 +292,15 @@ static bool tcp_events(struct pt_bpf *b, const char *dir, int row, uint64_t *hou
 	usleep(200 * 1000);
 	close(c);					/* the client's FIN */
 	c = -1;
-	usleep(200 * 1000);
-	pt_bpf_poll(b, on_event, NULL);
-	*housekeeping = counts[row][PT_BPF_EV_NET];
+	*housekeeping = net_events_settled(b, row);
 	/* A new connection: its SYN; then, past the interval, a request's data. */
-	memset(counts, 0, sizeof(counts));
 	c = tcp_connect(port);
 	if (c < 0)
 		goto out;
-	usleep(200 * 1000);
-	pt_bpf_poll(b, on_event, NULL);
-	*syn = counts[row][PT_BPF_EV_NET];
-	memset(counts, 0, sizeof(counts));
+	*syn = net_events_settled(b, row);
 	if (write(c, "GET /\r\n", 7) != 7)
 		goto out_close;
-	usleep(200 * 1000);
-	pt_bpf_poll(b, on_event, NULL);
-	*request = counts[row][PT_BPF_EV_NET];
+	*request = net_events_settled(b, row);
 	ok = true;
 out_close:
 	if (c >= 0)
