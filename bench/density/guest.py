@@ -47,6 +47,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
 import e2elib  # noqa: E402
 from e2elib import BIN, CG, MIB, Tap, run, status_json, wait_for  # noqa: E402
+import damon_reclaim  # noqa: E402
 from openloop import pool_windows, summarize  # noqa: E402
 from senpai import SenpaiCgroup  # noqa: E402
 from servers import Resp, in_cgroup, wait_port  # noqa: E402
@@ -461,44 +462,6 @@ def start_pagetierd(work, scale):
     return d, runtime
 
 
-# DAMON_RECLAIM as a careful operator of this host would set it (bench/density/README.md):
-# its defaults (10 ms and 128 MiB of reclaim a second, regions not accessed for min_age),
-# but min_age scaled like every policy's time constants, and watermarks that keep it
-# working on a host that is full: the defaults (per mille of free memory: high 500, mid
-# 400, low 200) turn it off below 20% free, which a dense host always is.
-DAMON_RECLAIM = {"wmarks_high": 300, "wmarks_mid": 200, "wmarks_low": 5}
-
-
-def start_damon_reclaim(scale):
-    p = "/sys/module/damon_reclaim/parameters"
-    if not os.path.isdir(p):
-        raise RuntimeError("this kernel has no DAMON_RECLAIM")
-    params = dict(DAMON_RECLAIM, min_age=120_000_000 // scale)
-    for k, v in params.items():
-        with open(os.path.join(p, k), "w") as f:
-            f.write(str(v))
-    with open(os.path.join(p, "enabled"), "w") as f:
-        f.write("Y")
-    return p, params
-
-
-def damon_stats(p):
-    out = {}
-    # What it tried (regions that matched the scheme) and what it reclaimed of them, and
-    # how often its quota stopped it: a scheme that reclaims nothing tells which it is.
-    for k in ("kdamond_pid", "nr_reclaim_tried_regions", "bytes_reclaim_tried_regions",
-              "nr_reclaimed_regions", "bytes_reclaimed_regions", "nr_quota_exceeds"):
-        try:
-            with open(os.path.join(p, k)) as f:
-                out[k] = int(f.read())
-        except (OSError, ValueError):
-            pass
-    # The metric of its watermarks (free memory per mille of RAM), at the window's end.
-    mi = meminfo()
-    out["free_permille"] = mi["MemFree"] * 1000 // mi["MemTotal"]
-    return out
-
-
 def sectors_written(dev):
     """Sectors written to block device @dev (/dev/X) since boot: the drive's wear."""
     with open(f"/sys/block/{os.path.basename(dev)}/stat") as f:
@@ -599,7 +562,7 @@ def main():
     if config == "pagetier":
         daemon, runtime = start_pagetierd(work, scale)
     elif config == "damon":
-        damon, damon_params = start_damon_reclaim(scale)
+        damon, damon_params = damon_reclaim.start(scale)
     elif config == "senpai":
         senpais = Senpais({"interval": 6, "pressure_us": 10_000 // scale,
                            "min_size": 8 << 20}, 1.0 / scale)
@@ -732,7 +695,7 @@ def main():
             step["on_tier_MiB"] = sum(e2elib.tier_bytes_by_cgroup().values()) // MIB
             step["pagetierd_cpu_s"] = round(cpu_seconds(daemon.pid, children=True), 2)
         if damon:
-            step["damon"] = damon_stats(damon)
+            step["damon"] = damon_reclaim.window_stats(damon, meminfo())
         c, nc = step["crit"], step["noise_client"]
         step_times.append(time.monotonic())
         per = ((step_times[-1] - step_times[0]) / (len(step_times) - 1)
@@ -828,6 +791,8 @@ def main():
         results["pagetierd_status"] = json.loads(r.stdout) if r.returncode == 0 else None
     save()
     noise.stop()
+    if damon:
+        damon.stop()	# on a real host it would run on
     if daemon:
         daemon.terminate()
         daemon.wait(30)

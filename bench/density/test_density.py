@@ -16,6 +16,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
+import damon_reclaim  # noqa: E402
 import guest  # noqa: E402
 from guest import value  # noqa: E402
 from openloop import percentile, pool_windows, summarize  # noqa: E402
@@ -88,6 +89,36 @@ class Senpai(unittest.TestCase):
         law = SenpaiLaw({"min_size": 8 << 20})
         self.assertEqual(law.clamp(1), 8 << 20)
         self.assertEqual(law.clamp((64 << 20) + 5), 64 << 20)
+
+
+class DamonReclaim(unittest.TestCase):
+    def test_parameters_scale_min_age_and_take_overrides(self):
+        p = damon_reclaim.parameters(4)
+        self.assertEqual(p["min_age"], 30_000_000)
+        self.assertEqual((p["wmarks_high"], p["wmarks_mid"], p["wmarks_low"]), (300, 200, 5))
+        self.assertEqual(p["quota_ms"], 10)		# the module's default, kept
+        p = damon_reclaim.parameters(4, "min_age=5000000 quota_ms=100")
+        self.assertEqual((p["min_age"], p["quota_ms"]), (5_000_000, 100))
+        with self.assertRaises(ValueError):
+            damon_reclaim.parameters(4, "min_ages=1")
+
+    def test_regions_of_the_last_aggregation(self):
+        line = ("  kdamond.0-222 [001] ..... 1.{t}: damon_aggregated: target_id=0 "
+                "nr_regions={n} {lo}-{hi}: {acc} {age}")
+        mib = 1 << 20
+        lines = [line.format(t=0, n=2, lo=mib, hi=3 * mib, acc=0, age=10),
+                 line.format(t=0, n=2, lo=3 * mib, hi=5 * mib, acc=4, age=2),
+                 # the next aggregation: three regions, one idle for 40 s, one for 6 s
+                 line.format(t=1, n=3, lo=mib, hi=2 * mib, acc=0, age=400),
+                 line.format(t=1, n=3, lo=2 * mib, hi=3 * mib, acc=0, age=60),
+                 line.format(t=1, n=3, lo=3 * mib, hi=5 * mib, acc=1, age=3),
+                 "  python3-1 [000] ..... 1.2: some_other_event: x=1"]
+        r = damon_reclaim.summarize_regions(lines, 0.1)
+        self.assertEqual(r["nr_regions"], 3)
+        self.assertEqual(r["accessed_MiB"], 2)
+        self.assertEqual(r["idle_MiB_by_age"], {"lt_5s": 0, "5_30s": 1, "ge_30s": 1})
+        self.assertEqual(r["oldest_idle_s"], 40.0)
+        self.assertIsNone(damon_reclaim.summarize_regions([], 0.1))
 
 
 class Report(unittest.TestCase):
