@@ -138,6 +138,21 @@ class Report(unittest.TestCase):
         self.assertEqual(density([s(0, 25, 10), s(2, 25, 10, noise_failed=1)]), 0)
         self.assertIsNone(density([s(2, 25, 10)]))			# no solo point
 
+    def test_density_against_the_shared_solo(self):
+        """The shared solo is the median of the configurations' solo figures; a run whose
+        own solo is slow is held to it."""
+        s = self.step
+        runs = [{"kernel": "6.12", "profile": "cloud", "config": c, "steps": st}
+                for c, st in (("swap", [s(0, 25, 10), s(4, 25, 12)]),
+                              ("senpai", [s(0, 25, 12), s(4, 25, 12)]),
+                              ("pagetier", [s(0, 25, 16), s(4, 25, 14)]))]
+        shared = report.shared_solo(runs)[("6.12", "cloud", False)]
+        self.assertEqual(shared["crit"]["p99_ms"], 12)
+        self.assertEqual(density(runs[2]["steps"]), 4)			# 14 <= 1.1 x 16
+        self.assertEqual(report.density_against(runs[2]["steps"], shared), 0)	# 14 > 1.1 x 12
+        self.assertEqual(report.density_against(runs[1]["steps"], shared), 4)
+        self.assertIsNone(report.density_against(runs[0]["steps"], None))
+
     def test_carry_from_csv(self):
         """A run written to the CSV and carried back has the same density; a run the new
         results have is not carried."""
