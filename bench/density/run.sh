@@ -15,6 +15,9 @@
 #        PAGETIERD_LOG_LEVEL (info; debug logs each scan: its CPU shows in the figures),
 #        PAGETIERD_ARGS (more options for pagetierd: --no-bpf), BPF_STATS=1 (each window
 #        records the BPF programs' run time)
+#        DAMON_INTERFACE (sysfs: DAMON_RECLAIM's scheme through DAMON's sysfs interface;
+#        module: the built-in module), DAMON_PARAMS ("min_age=5000000 quota_ms=100": other
+#        values than damon_reclaim.py's, for a diagnosis)
 #        (guest.py); pagetierd's log is kept beside the results
 #   QUICK=1: swap and pagetier, unthrottled, N = 0, 2, 4, short windows (a few minutes)
 #   SMOKE=1: what make test runs: pagetier, N = 0, 2, tiny data sets (the harness works
