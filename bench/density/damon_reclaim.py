@@ -88,6 +88,7 @@ class SysfsReclaim:
         if not os.path.isdir(ADMIN):
             raise RuntimeError("this kernel has no DAMON sysfs interface")
         p = params
+        self.aggr_s = p["aggr_interval"] / 1e6
         put(f"{ADMIN}/nr_kdamonds", 1)
         put(f"{ADMIN}/0/contexts/nr_contexts", 1)
         ctx = self.ctx = f"{ADMIN}/0/contexts/0"
@@ -163,6 +164,7 @@ class ModuleReclaim:
     def __init__(self, params):
         if not os.path.isdir(MODULE):
             raise RuntimeError("this kernel has no DAMON_RECLAIM")
+        self.aggr_s = params["aggr_interval"] / 1e6
         for k, v in params.items():
             put(os.path.join(MODULE, k), v)
         put(os.path.join(MODULE, "enabled"), "Y")
@@ -215,7 +217,7 @@ def window_stats(reclaim, meminfo):
     turned it on and off so far."""
     out = reclaim.stats()
     out["free_permille"] = meminfo["MemFree"] * 1000 // meminfo["MemTotal"]
-    out["regions"] = damon_regions(aggr_s=DEFAULTS["aggr_interval"] / 1e6)
+    out["regions"] = damon_regions(aggr_s=reclaim.aggr_s)
     log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
     out["wmark_deactivations"] = log.count("deactivate a scheme")
     out["wmark_activations"] = log.count("activate a scheme") - out["wmark_deactivations"]

@@ -46,14 +46,7 @@ def within_slo(step, solo):
 
 def density(steps):
     """The density at SLO of one run's steps (None without a solo point)."""
-    if not steps or steps[0]["noise"] != 0:
-        return None
-    best = 0
-    for s in steps[1:]:
-        if not within_slo(s, steps[0]):
-            break
-        best = s["noise"]
-    return best
+    return density_against(steps, steps[0] if steps else None)
 
 
 def shared_solo(runs):
