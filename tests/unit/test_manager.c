@@ -240,7 +240,9 @@ static void test_contexts_follow_the_tree(void **state)
 	assert_int_equal(f->m.n_ctxs, 2);	/* web, db; never web's child, never "other" */
 	assert_non_null(ctx_named(&f->m, "web"));
 	assert_non_null(ctx_named(&f->m, "db"));
-	assert_int_equal(f->r.n_tracked, 2);
+	/* Only web is in the BPF map: the critical db has no wake to see. */
+	assert_int_equal(f->r.n_tracked, 1);
+	assert_true(f->r.tracked[0] == ctx_named(&f->m, "web")->cgroup_id);
 	/* The critical container is protected from the first tick that samples it. */
 	pt_manager_tick(&f->m, pt_now_ms());
 	snprintf(path, sizeof(path), "%s/ct/db/memory.low", f->root);
@@ -256,7 +258,44 @@ static void test_contexts_follow_the_tree(void **state)
 	pt_manager_tick(&f->m, pt_now_ms());
 	assert_int_equal(f->m.n_ctxs, 1);
 	assert_null(ctx_named(&f->m, "db"));
+	assert_int_equal(f->r.n_tracked, 1);	/* web's, untouched */
+}
+
+/*
+ * A critical container is not in the BPF map; a reload that changes a container's class
+ * moves it in or out, and an idle besteffort one's events wake the daemon.
+ */
+static void test_class_change_moves_the_bpf_filter(void **state)
+{
+	static const char critical_web[] =
+		"[web]\nmatch_cgroup = /ct/web\nclass = critical\nidle_threshold = 1s\n\n"
+		"[db]\nmatch_cgroup = /ct/db\nidle_threshold = 1s\ncold_after = 0\n";
+	struct fixture *f = *state;
+	uint64_t web, db, t = pt_now_ms();
+
+	pt_manager_tick(&f->m, t);
+	web = ctx_named(&f->m, "web")->cgroup_id;
+	db = ctx_named(&f->m, "db")->cgroup_id;
 	assert_int_equal(f->r.n_tracked, 1);
+	assert_true(f->r.tracked[0] == web);
+	reload_policies(f, critical_web);
+	assert_int_equal(f->m.n_ctxs, 2);
+	assert_int_equal(f->r.n_tracked, 1);
+	assert_true(f->r.tracked[0] == db);
+	/* db, besteffort now, goes idle: its events wake the daemon; web's set nothing. */
+	for (int i = 0; i < 40; i++) {
+		t += 100;
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	assert_int_equal(ctx_named(&f->m, "db")->idle.state, PT_STATE_IDLE);
+	assert_true(waking(&f->r, db));
+	assert_false(waking(&f->r, web));
+	/* Critical again: out of the map, and its wake flag with it. */
+	reload_policies(f, "[web]\nmatch_cgroup = /ct/web\nidle_threshold = 1s\n\n"
+			   "[db]\nmatch_cgroup = /ct/db\nclass = critical\nidle_threshold = 1s\n");
+	assert_int_equal(f->r.n_tracked, 1);
+	assert_true(f->r.tracked[0] == web);
 }
 
 /* Out of descriptors, the walk fails: no context is dropped for a cgroup it did not see. */
@@ -281,7 +320,7 @@ static void test_failed_walk_keeps_contexts(void **state)
 	assert_int_equal(f->m.n_ctxs, 2);
 	assert_true(f->m.walk_errors >= 1);
 	assert_true(f->m.sample_errors >= 1);
-	assert_int_equal(f->r.n_tracked, 2);
+	assert_int_equal(f->r.n_tracked, 1);
 	/* A sample that cannot be parsed is no proof that the cgroup is gone either. */
 	{
 		char rel[] = "ct/web/memory.current";
@@ -340,7 +379,7 @@ static void test_walk_and_sample_errors_drop_nothing(void **state)
 		f->m.walk = partial_walk;
 		pt_manager_tick(&f->m, pt_now_ms());
 		assert_int_equal(f->m.n_ctxs, 2);
-		assert_int_equal(f->r.n_tracked, 2);
+		assert_int_equal(f->r.n_tracked, 1);
 	}
 	assert_int_equal(f->m.walk_errors, walk_errors + 6);
 	/* memory.stat without "anon": -ENOENT from the parser, the cgroup is still there. */
@@ -360,7 +399,7 @@ static void test_walk_and_sample_errors_drop_nothing(void **state)
 	pt_manager_tick(&f->m, pt_now_ms());
 	assert_int_equal(f->m.n_ctxs, 1);
 	assert_null(ctx_named(&f->m, "web"));
-	assert_int_equal(f->r.n_tracked, 1);
+	assert_int_equal(f->r.n_tracked, 0);
 }
 
 /* Quiet for idle_threshold: the besteffort container is offloaded; the critical one never. */
@@ -548,11 +587,11 @@ static void test_tick_costs(void **state)
 	web = ctx_named(&f->m, "web");
 	db = ctx_named(&f->m, "db");
 	assert_false(waking(&f->r, web->cgroup_id));	/* active */
-	assert_false(waking(&f->r, db->cgroup_id));	/* critical */
-	assert_int_equal(f->r.wake_calls, 2);
+	assert_false(waking(&f->r, db->cgroup_id));	/* critical: not in the map at all */
+	assert_int_equal(f->r.wake_calls, 1);
 	/* Nothing changed: no call to the filter at all. */
 	pt_manager_tick(&f->m, t + 100);
-	assert_int_equal(f->r.wake_calls, 2);
+	assert_int_equal(f->r.wake_calls, 1);
 
 	/* A light tick reads memory.current, not memory.stat. */
 	fx_write(f->root, "ct/web/memory.current", "1048576\n");
@@ -2308,6 +2347,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_contexts_follow_the_tree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_class_change_moves_the_bpf_filter, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_failed_walk_keeps_contexts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tick_costs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_long_tick_reads_wake_sources, setup, teardown),
