@@ -4,11 +4,13 @@ density.csv (every point), density.md (the tables) and density.png (the plot, in
 manner of the study's Figure 1: critical throughput and p99 against N, one line per
 configuration, the SLO band shaded; one row of panels per kernel and device profile).
 
-    report.py DIR [--carry CSV] [--check]
+    report.py DIR [--run LABEL] [--carry CSV] [--check]
+        --run LABEL: the name of DIR's run in the tables and the CSV's run column (DIR's
+                     own name by default: a results/ directory's date)
         --carry CSV: runs (kernel x profile x configuration) that DIR has no result of are
                      carried over from an earlier report's CSV (the committed
                      results/density.csv), so that the matrix accumulates across sessions;
-                     they are marked "earlier" in the tables
+                     they are marked "earlier" in the tables, with the run they came from
         --check:     exit 1 unless every run has its solo point and one point with noise
                      (make test's smoke run)
 
@@ -16,8 +18,8 @@ Density at SLO (issue 10's definition): the largest N such that at every N up to
 critical p99 stays within SLO_P99 (110%) of its solo figure (N = 0, same run; guest.py pools
 it from SOLO_WINDOWS windows) and its throughput within SLO_THROUGHPUT (95%) of solo, every
 noise request succeeding. The tables also give each run's density against the shared
-solo (shared_solo(): the median of the solo figures of every configuration of the same kernel
-and profile), where a configuration's own cost at N = 0 does not count in its favour.
+solo (shared_solo(): the median of the solo figures of every configuration of the same kernel,
+profile and run), where a configuration's own cost at N = 0 does not count in its favour.
 """
 import csv
 import glob
@@ -32,7 +34,7 @@ FIELDS = ["kernel", "profile", "config", "noise", "throughput_per_s", "offered_p
           "min_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "within_slo", "noise_p50_ms",
           "noise_p99_ms", "noise_errors", "crit_stall_ms", "noise_resident_MiB",
           "swapped_MiB", "on_tier_MiB", "device_written_MiB", "pagetierd_cpu_s",
-          "mem_available_MiB", "oom_kill"]
+          "mem_available_MiB", "oom_kill", "run"]
 
 
 def within_slo(step, solo):
@@ -49,18 +51,28 @@ def density(steps):
     return density_against(steps, steps[0] if steps else None)
 
 
+def run_of(r):
+    """The run a configuration's result belongs to (one VM session's matrix, side by side):
+    its label, or for rows carried from a CSV older than the run column, "earlier"."""
+    return r.get("run") or ("earlier" if r.get("carried") else "")
+
+
+def shared_key(r):
+    return (r["kernel"], r["profile"], run_of(r))
+
+
 def shared_solo(runs):
-    """{(kernel, profile, carried): a solo step} whose critical p99 and throughput are the
-    medians of the solo figures of those runs: the critical service alone on that host,
-    whatever the configuration. Each configuration's own solo includes its own cost at
-    N = 0 (pagetierd and its BPF programs, kdamond, Senpai) and a window's chance; against
-    the shared one, neither counts in its favour."""
+    """{shared_key(): a solo step} whose critical p99 and throughput are the medians of the
+    solo figures of the configurations of one kernel, profile and run: the critical service
+    alone on that host, whatever the configuration. Each configuration's own solo includes
+    its own cost at N = 0 (pagetierd and its BPF programs, kdamond, Senpai) and a window's
+    chance; against the shared one, neither counts in its favour. Only runs side by side
+    are pooled: solo figures of other days and machines differ by more than the SLO band."""
     groups = {}
     for r in runs:
         st = r["steps"]
         if st and st[0]["noise"] == 0 and st[0]["crit"]["p99_ms"]:
-            groups.setdefault((r["kernel"], r["profile"], bool(r.get("carried"))),
-                              []).append(st[0]["crit"])
+            groups.setdefault(shared_key(r), []).append(st[0]["crit"])
     out = {}
     for k, solos in groups.items():
         p99 = sorted(c["p99_ms"] for c in solos)
@@ -82,12 +94,14 @@ def density_against(steps, solo):
     return best
 
 
-def load(d):
+def load(d, label=None):
+    """The results in @d, each labelled with its run: @label, or @d's own name."""
     runs = []
     for p in glob.glob(os.path.join(d, "density-*.json")):
         with open(p) as f:
             r = json.load(f)
         r.setdefault("profile", "unthrottled")
+        r["run"] = label or os.path.basename(os.path.normpath(d))
         runs.append(r)
     key = (lambda r: (r["kernel"], r["profile"] != "unthrottled",
                       ORDER.index(r["config"]) if r["config"] in ORDER else 99))
@@ -128,7 +142,8 @@ def carried(csv_path, have):
                                          "device_written_MiB", "pagetierd_cpu_s",
                                          "mem_available_MiB", "oom_kill")}}
             r = runs.setdefault(key, {"kernel": key[0], "profile": key[1], "config": key[2],
-                                      "steps": [], "carried": True})
+                                      "steps": [], "carried": True,
+                                      "run": w.get("run") or "earlier"})
             r["steps"].append(step)
     for r in runs.values():
         r["steps"].sort(key=lambda s: s["noise"])
@@ -146,7 +161,7 @@ def rows(runs):
         for s in r["steps"]:
             c, nc = s["crit"], s.get("noise_client", {})
             yield {"kernel": r["kernel"], "profile": r["profile"], "config": r["config"],
-                   "noise": s["noise"],
+                   "run": run_of(r), "noise": s["noise"],
                    **{k: c.get(k) for k in ("throughput_per_s", "offered_per_s", "failed",
                                             "min_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")},
                    "within_slo": within_slo(s, solo) if solo else None,
@@ -174,21 +189,21 @@ def markdown(runs):
                f"within {SLO_THROUGHPUT:.0%} of solo, no noise error.\n")
     out.append("| kernel | profile | configuration | density at SLO (N) | solo p99 ms | "
                "density against the shared solo (N) | shared solo p99 ms | last N run | "
-               "why it stopped | measured |")
+               "why it stopped | run |")
     out.append("|---|---|---|---|---|---|---|---|---|---|")
     shared = shared_solo(runs)
     for r in runs:
         solo = r["steps"][0]["crit"]["p99_ms"] if r["steps"] else None
         last = r["steps"][-1]["noise"] if r["steps"] else None
-        common = shared.get((r["kernel"], r["profile"], bool(r.get("carried"))))
+        common = shared.get(shared_key(r))
         out.append(f"| {r['kernel']} | {r['profile']} | {r['config']} | {density(r['steps'])} | "
                    f"{solo} | {density_against(r['steps'], common)} | "
                    f"{round(common['crit']['p99_ms'], 2) if common else None} | {last} | "
                    f"{r.get('stopped', 'end of the sweep')} | "
-                   f"{'earlier (carried)' if r.get('carried') else 'this report'} |")
+                   f"{run_of(r)}{' (carried)' if r.get('carried') else ''} |")
     out.append("")
     out.append("The shared solo: the median of the solo figures of the configurations of that "
-               "kernel and profile in this report (or carried together): the critical service "
+               "kernel and profile in the same run (the column \"run\"): the critical service "
                "alone on that host, against which no configuration's own cost at N = 0 or "
                "its solo windows' chance counts in its favour.")
     out.append("")
@@ -250,7 +265,7 @@ def plot(runs, path):
 
 def main():
     d = sys.argv[1]
-    runs = load(d)
+    runs = load(d, sys.argv[sys.argv.index("--run") + 1] if "--run" in sys.argv else None)
     if "--carry" in sys.argv:
         src = sys.argv[sys.argv.index("--carry") + 1]
         if os.path.exists(src):

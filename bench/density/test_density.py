@@ -20,6 +20,7 @@ import damon_reclaim  # noqa: E402
 import guest  # noqa: E402
 from guest import value  # noqa: E402
 from openloop import percentile, pool_windows, summarize  # noqa: E402
+import repeats  # noqa: E402
 import report  # noqa: E402
 from report import density  # noqa: E402
 from senpai import SenpaiLaw  # noqa: E402
@@ -142,12 +143,17 @@ class Report(unittest.TestCase):
         """The shared solo is the median of the configurations' solo figures; a run whose
         own solo is slow is held to it."""
         s = self.step
-        runs = [{"kernel": "6.12", "profile": "cloud", "config": c, "steps": st}
+        runs = [{"kernel": "6.12", "profile": "cloud", "config": c, "steps": st, "run": "a"}
                 for c, st in (("swap", [s(0, 25, 10), s(4, 25, 12)]),
                               ("senpai", [s(0, 25, 12), s(4, 25, 12)]),
                               ("pagetier", [s(0, 25, 16), s(4, 25, 14)]))]
-        shared = report.shared_solo(runs)[("6.12", "cloud", False)]
+        # Another run's configuration (another day) is not pooled into run a's solo.
+        other = {"kernel": "6.12", "profile": "cloud", "config": "damon", "run": "b",
+                 "steps": [s(0, 25, 30), s(4, 25, 30)], "carried": True}
+        solos = report.shared_solo(runs + [other])
+        shared = solos[("6.12", "cloud", "a")]
         self.assertEqual(shared["crit"]["p99_ms"], 12)
+        self.assertEqual(solos[("6.12", "cloud", "b")]["crit"]["p99_ms"], 30)
         self.assertEqual(density(runs[2]["steps"]), 4)			# 14 <= 1.1 x 16
         self.assertEqual(report.density_against(runs[2]["steps"], shared), 0)	# 14 > 1.1 x 12
         self.assertEqual(report.density_against(runs[1]["steps"], shared), 4)
@@ -168,7 +174,7 @@ class Report(unittest.TestCase):
                       mem_available_MiB=100, oom_kill=0)
             st["noise_client"].update(p50_ms=1, p99_ms=2)
             return st
-        run = {"kernel": "6.12", "profile": "cloud", "config": "swap",
+        run = {"kernel": "6.12", "profile": "cloud", "config": "swap", "run": "2026-12-01",
                "steps": [full(0, 25, 10), full(2, 25, 10.5), full(4, 25, 120)]}
         with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False, newline="") as f:
             w = csv.DictWriter(f, fieldnames=report.FIELDS)
@@ -179,11 +185,66 @@ class Report(unittest.TestCase):
             back = report.carried(f.name, set())
             self.assertEqual(len(back), 1)
             self.assertTrue(back[0]["carried"])
+            self.assertEqual(back[0]["run"], "2026-12-01")
             self.assertEqual(density(back[0]["steps"]), density(run["steps"]))
             self.assertIn("over 10x solo", back[0]["stopped"])
             self.assertEqual(report.carried(f.name, {("6.12", "cloud", "swap")}), [])
         finally:
             os.unlink(f.name)
+
+
+class Repeats(unittest.TestCase):
+    """repeats.py: one ranking from several runs, their requests pooled N by N."""
+    @staticmethod
+    def step(n, lat, failed=0, noise_failed=0, solo_windows=0, alive=True):
+        return {"noise": n, "crit_alive": alive, "noise_alive": n,
+                "noise_client": {"failed": noise_failed}, "crit_latencies_ms": lat,
+                "solo_windows": [{}] * solo_windows,
+                "crit": {"offered_per_s": 10, "failed": failed, "throughput_per_s": 10,
+                         "p99_ms": percentile(sorted(lat), 99)}}
+
+    def density_run(self, config, steps):
+        return {"kernel": "6.12", "profile": "cloud", "config": config, "measure_s": 10,
+                "steps": steps}
+
+    def test_pool_steps(self):
+        """Every request of each repetition; the solo's windows count in its time; the
+        failures and noise errors add up; alive only if alive in all."""
+        a = self.step(0, [10.0] * 296 + [40.0] * 4, solo_windows=3)
+        b = self.step(0, [10.0] * 300, failed=1, noise_failed=2, solo_windows=3)
+        p = repeats.pool_steps([a, b], 10)
+        self.assertEqual(p["crit"]["completed"], 600)
+        self.assertEqual(p["crit"]["throughput_per_s"], 10.0)	# 600 over 2 x 3 x 10 s
+        self.assertEqual(p["crit"]["p99_ms"], 10.0)		# a's slow 4 of 600: under 1%
+        self.assertEqual(repeats.pool_steps([a], 10)["crit"]["p99_ms"], 40.0)
+        self.assertEqual((p["crit"]["failed"], p["noise_client"]["failed"]), (1, 2))
+        self.assertFalse(repeats.pool_steps([a, self.step(0, [1.0], alive=False)], 10)
+                         ["crit_alive"])
+
+    def test_a_lucky_run_does_not_decide(self):
+        """Run 1's slow solo lets its N = 4 pass on its own; pooled with run 2, whose N = 4
+        is slow, it does not: the pooled density is 0, each run's own 4 and 0."""
+        fast, slow = [10.0] * 100, [10.0] * 95 + [30.0] * 5
+        rep1 = [self.density_run("swap", [self.step(0, [10.0] * 95 + [20.0] * 5, solo_windows=1),
+                                  self.step(4, [10.0] * 98 + [20.0] * 2)])]
+        rep2 = [self.density_run("swap", [self.step(0, fast, solo_windows=1), self.step(4, slow)])]
+        r = repeats.analyse([rep1, rep2])[("6.12", "cloud")]["configs"]["swap"]
+        self.assertEqual(r["own"], [4, 0])
+        self.assertEqual(r["pooled_own"], 0)
+        self.assertEqual(r["ratios"][4], [1.0, 3.0])
+
+    def test_a_step_not_reached_by_all_is_out(self):
+        """A repetition whose sweep stopped at N = 4 caps the pooled sweep there."""
+        ok = [10.0] * 100
+        rep1 = [self.density_run("pagetier", [self.step(0, ok, solo_windows=1), self.step(4, ok),
+                                      self.step(8, ok)])]
+        rep2 = [self.density_run("pagetier", [self.step(0, ok, solo_windows=1), self.step(4, ok)])]
+        r = repeats.analyse([rep1, rep2])[("6.12", "cloud")]["configs"]["pagetier"]
+        self.assertEqual([s["noise"] for s in r["pooled"]], [0, 4])
+        self.assertEqual(r["pooled_own"], 4)
+        self.assertTrue(r["capped"])
+        self.assertIn("a run stopped early", repeats.markdown(
+            repeats.analyse([rep1, rep2]), ["a", "b"]))
 
 
 # --- the load clients: build/bench/density/loadgen against servers in this process -------
