@@ -75,6 +75,12 @@ def short_of(run_steps, pooled):
     return pooled and run_steps and pooled[-1]["noise"] < max(s["noise"] for s in run_steps)
 
 
+def own_ratios(runs, n):
+    """Each run's p99 at N = @n over its own solo, in the runs' order."""
+    return [round(x["crit"]["p99_ms"] / r["steps"][0]["crit"]["p99_ms"], 2)
+            for r in runs for x in r["steps"] if x["noise"] == n and x["crit"]["p99_ms"]]
+
+
 def analyse(repetitions):
     """{(kernel, profile): {"solo": pooled solo step, "configs": {config: {...}}}} from
     @repetitions, a list of lists of runs (report.load of each DIR)."""
@@ -102,10 +108,7 @@ def analyse(repetitions):
                 "pooled": pooled,
                 "pooled_own": report.density(pooled) if pooled else None,
                 "pooled_shared": report.density_against(pooled, solo) if pooled else None,
-                "ratios": {s["noise"]: [round(x["crit"]["p99_ms"] / r["steps"][0]["crit"]["p99_ms"], 2)
-                                        for r in c["runs"] for x in r["steps"]
-                                        if x["noise"] == s["noise"] and x["crit"]["p99_ms"]]
-                           for s in (pooled or [])},
+                "ratios": {s["noise"]: own_ratios(c["runs"], s["noise"]) for s in (pooled or [])},
                 "capped": bool(short_of(max((r["steps"] for r in c["runs"]), key=len), pooled)),
             }
         out[key] = {"solo": solo, "configs": res}
@@ -176,13 +179,8 @@ def markdown(result, dirs):
 
 
 def plot(result, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("repeats: matplotlib missing (Debian: python3-matplotlib): no plot",
-              file=sys.stderr)
+    plt = report.pyplot("repeats")
+    if plt is None:
         return
     keys = sorted(result)
     fig, axes = plt.subplots(1, len(keys), figsize=(6.5 * len(keys), 4.5), squeeze=False)

@@ -221,14 +221,22 @@ def markdown(runs):
     return "\n".join(out) + "\n"
 
 
-def plot(runs, path):
+def pyplot(who):
+    """matplotlib's pyplot without a display, or None (said on stderr, as @who) without it."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("report: matplotlib missing (Debian: python3-matplotlib): no plot",
+        print(f"{who}: matplotlib missing (Debian: python3-matplotlib): no plot",
               file=sys.stderr)
+        return None
+    return plt
+
+
+def plot(runs, path):
+    plt = pyplot("report")
+    if plt is None:
         return
     groups = {}
     for r in runs:
