@@ -12,10 +12,12 @@ OUT/repeats.md (and prints it) and OUT/repeats.png:
 - each repetition's density of each configuration, against its own solo and against that
   repetition's shared solo (report.py's two figures), and their median;
 - the pooled density: each N's requests of every repetition together (as guest.py pools
-  the solo windows), against the pooled solo of all configurations of that kernel and
-  profile, every repetition (the critical service alone on that machine). A step a
-  repetition did not reach (its sweep stopped) counts as out of the SLO;
-- the pooled p99 at each N over that shared solo, with the repetitions' spread.
+  the solo windows), against the configuration's own pooled solo (each run's VM has a
+  speed of its own under TCG, so its own solo is the reference), and beside it against
+  the pooled solo of all configurations. A step a repetition did not reach (its sweep
+  stopped) counts as out of the SLO;
+- the pooled p99 at each N over both solos, with each run's own ratio beside it; the
+  pooled p99.9 and max.
 """
 import os
 import statistics
@@ -60,19 +62,12 @@ def pooled_run(runs, measure_s):
     return out
 
 
-def pooled_solo(runs_by_config, measure_s):
-    """The solo step of every configuration's every repetition, pooled: the critical
-    service alone on that machine."""
-    solos = [r["steps"][0] for runs in runs_by_config.values() for r in runs
-             if r["steps"] and r["steps"][0]["noise"] == 0 and
+def pooled_solo(runs, measure_s):
+    """The solo step of every run given (every configuration's, every repetition's),
+    pooled: the critical service alone on that machine."""
+    solos = [r["steps"][0] for r in runs if r["steps"] and r["steps"][0]["noise"] == 0 and
              r["steps"][0].get("crit_latencies_ms")]
     return pool_steps(solos, measure_s) if solos else None
-
-
-def short_of(run_steps, pooled):
-    """Whether a pooled density is capped by a repetition that stopped before the sweep's
-    end: the sweep's last N not reached by all."""
-    return pooled and run_steps and pooled[-1]["noise"] < max(s["noise"] for s in run_steps)
 
 
 def own_ratios(runs, n):
@@ -85,7 +80,7 @@ def analyse(repetitions):
     """{(kernel, profile): {"solo": pooled solo step, "configs": {config: {...}}}} from
     @repetitions, a list of lists of runs (report.load of each DIR)."""
     groups = {}
-    for i, runs in enumerate(repetitions):
+    for runs in repetitions:
         shared = report.shared_solo(runs)
         for r in runs:
             g = groups.setdefault((r["kernel"], r["profile"]), {})
@@ -97,8 +92,7 @@ def analyse(repetitions):
     out = {}
     for key, configs in groups.items():
         measure_s = next(r["measure_s"] for c in configs.values() for r in c["runs"])
-        runs_by_config = {name: c["runs"] for name, c in configs.items()}
-        solo = pooled_solo(runs_by_config, measure_s)
+        solo = pooled_solo([r for c in configs.values() for r in c["runs"]], measure_s)
         res = {}
         for name, c in configs.items():
             pooled = pooled_run(c["runs"], measure_s)
@@ -109,13 +103,16 @@ def analyse(repetitions):
                 "pooled_own": report.density(pooled) if pooled else None,
                 "pooled_shared": report.density_against(pooled, solo) if pooled else None,
                 "ratios": {s["noise"]: own_ratios(c["runs"], s["noise"]) for s in (pooled or [])},
-                "capped": bool(short_of(max((r["steps"] for r in c["runs"]), key=len), pooled)),
+                # A run that stopped before the sweep's end caps the pooled density.
+                "capped": bool(pooled) and pooled[-1]["noise"] < max(
+                    s["noise"] for r in c["runs"] for s in r["steps"]),
             }
         out[key] = {"solo": solo, "configs": res}
     return out
 
 
 def _median(v):
+    """The median of the densities that exist (None: a run without a solo)."""
     v = [x for x in v if x is not None]
     return statistics.median(v) if v else None
 
@@ -194,11 +191,8 @@ def plot(result, path):
             own = c["pooled"][0]["crit"]["p99_ms"]
             ax.plot(xs, [(s["crit"]["p99_ms"] or 0) / own for s in c["pooled"]], "o-",
                     color=color, label=f"{name} (pooled density {c['pooled_own']})")
-            for r in c["runs"]:
-                own = r["steps"][0]["crit"]["p99_ms"]
-                pts = [(s["noise"], s["crit"]["p99_ms"] / own) for s in r["steps"]
-                       if s["crit"]["p99_ms"] and s["noise"] in xs]
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], ".", color=color, alpha=0.4)
+            for n, ratios in c["ratios"].items():
+                ax.plot([n] * len(ratios), ratios, ".", color=color, alpha=0.4)
         ax.axhspan(0, report.SLO_P99, color="green", alpha=0.08, label="SLO")
         ax.set_ylim(0.7, 2.0)
         ax.set_title(f"critical p99 / solo — {key[0]}, {key[1]}\n"
