@@ -14,8 +14,10 @@ OUT/repeats.md (and prints it) and OUT/repeats.png:
 - the pooled density: each N's requests of every repetition together (as guest.py pools
   the solo windows), against the configuration's own pooled solo (each run's VM has a
   speed of its own under TCG, so its own solo is the reference), and beside it against
-  the pooled solo of all configurations. A step a repetition did not reach (its sweep
-  stopped) counts as out of the SLO;
+  the pooled solo of all configurations. A step after a repetition's stop (guest.py
+  stopped its sweep) counts as out of the SLO; a step beyond a repetition's planned sweep
+  (a run with more STEPS than the others) pools the repetitions that ran it, and says how
+  many;
 - the pooled p99 at each N over both solos, with each run's own ratio beside it; the
   pooled p99.9 and max.
 """
@@ -48,17 +50,21 @@ def pool_steps(steps, measure_s):
 
 
 def pooled_run(runs, measure_s):
-    """The steps of one configuration's repetitions pooled N by N, up to the last N every
-    repetition reached (with its solo first); None without a solo in each."""
+    """The steps of one configuration's repetitions pooled N by N (with its solo first);
+    None without a solo in each. At each N, the repetitions whose sweep went there: one
+    that stopped (guest.py's "stopped": the critical service died or its p99 went past
+    10x solo) ends the pool at its last N, since the steps after would have been out; one
+    whose sweep simply ended sooner (run with fewer STEPS) is left out of the N it did not
+    plan, and each pooled step says how many repetitions it holds."""
     if not runs or any(not r["steps"] or r["steps"][0]["noise"] != 0 for r in runs):
         return None
-    common = set.intersection(*({s["noise"] for s in r["steps"]} for r in runs))
-    reached = min(r["steps"][-1]["noise"] for r in runs)
+    stopped = [r["steps"][-1]["noise"] for r in runs if r.get("stopped")]
+    reached = min(stopped) if stopped else max(r["steps"][-1]["noise"] for r in runs)
     out = []
-    for n in sorted(common):
+    for n in sorted({s["noise"] for r in runs for s in r["steps"]}):
         if n <= reached:
-            out.append(pool_steps([next(s for s in r["steps"] if s["noise"] == n)
-                                   for r in runs], measure_s))
+            out.append(pool_steps([s for r in runs for s in r["steps"] if s["noise"] == n],
+                                  measure_s))
     return out
 
 
@@ -117,6 +123,15 @@ def _median(v):
     return statistics.median(v) if v else None
 
 
+def _thin(c, n):
+    """" (k of m runs)" when the pooled step at density @n holds fewer than all of the
+    configuration's repetitions (the others' sweeps ended sooner), else ""."""
+    st = next((s for s in (c["pooled"] or []) if s["noise"] == n), None)
+    if not n or st is None or st["repetitions"] >= c["repetitions"]:
+        return ""
+    return f" ({st['repetitions']} of {c['repetitions']} runs at N = {n})"
+
+
 def markdown(result, dirs):
     out = [f"Repetitions: {', '.join(dirs)}.", ""]
     for (kernel, profile), g in sorted(result.items()):
@@ -139,8 +154,9 @@ def markdown(result, dirs):
             cap = " (a run stopped early)" if c["capped"] else ""
             out.append(f"| {name} | {c['repetitions']} | {', '.join(map(str, c['own']))} "
                        f"({_median(c['own'])}) | {', '.join(map(str, c['shared']))} "
-                       f"({_median(c['shared'])}) | {c['pooled_own']}{cap} | "
-                       f"{c['pooled_shared']}{cap} |")
+                       f"({_median(c['shared'])}) | {c['pooled_own']}{cap}"
+                       f"{_thin(c, c['pooled_own'])} | "
+                       f"{c['pooled_shared']}{cap}{_thin(c, c['pooled_shared'])} |")
         out.append("")
         ns = sorted({s["noise"] for c in g["configs"].values() for s in (c["pooled"] or [])})
         out.append("At each N: the pooled p99 over the configuration's own pooled solo / "
@@ -157,9 +173,11 @@ def markdown(result, dirs):
                     cells.append("")
                     continue
                 own = c["pooled"][0]["crit"]["p99_ms"]
+                fewer = (f", {st['repetitions']} of {c['repetitions']} runs"
+                         if st["repetitions"] < c["repetitions"] else "")
                 cells.append(f"{st['crit']['p99_ms'] / own:.2f} / "
                              f"{st['crit']['p99_ms'] / solo['p99_ms']:.2f} "
-                             f"({', '.join(f'{x:.2f}' for x in c['ratios'].get(n, []))})")
+                             f"({', '.join(f'{x:.2f}' for x in c['ratios'].get(n, []))}{fewer})")
             out.append(f"| {name} | " + " | ".join(cells) + " |")
         out.append("")
         out.append("The tail beyond the SLO's p99: the pooled p99.9 and max (ms) at each N.")

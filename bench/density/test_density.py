@@ -233,18 +233,37 @@ class Repeats(unittest.TestCase):
         self.assertEqual(r["pooled_own"], 0)
         self.assertEqual(r["ratios"][4], [1.0, 3.0])
 
-    def test_a_step_not_reached_by_all_is_out(self):
-        """A repetition whose sweep stopped at N = 4 caps the pooled sweep there."""
+    def test_a_step_after_a_stop_is_out(self):
+        """A repetition that guest.py stopped at N = 4 caps the pooled sweep there."""
         ok = [10.0] * 100
         rep1 = [self.density_run("pagetier", [self.step(0, ok, solo_windows=1), self.step(4, ok),
                                       self.step(8, ok)])]
         rep2 = [self.density_run("pagetier", [self.step(0, ok, solo_windows=1), self.step(4, ok)])]
+        rep2[0]["stopped"] = "N=4: critical p99 over 10x solo"
         r = repeats.analyse([rep1, rep2])[("6.12", "cloud")]["configs"]["pagetier"]
         self.assertEqual([s["noise"] for s in r["pooled"]], [0, 4])
         self.assertEqual(r["pooled_own"], 4)
         self.assertTrue(r["capped"])
         self.assertIn("a run stopped early", repeats.markdown(
             repeats.analyse([rep1, rep2]), ["a", "b"]))
+
+    def test_a_longer_sweep_extends_the_pool(self):
+        """A repetition run with more STEPS (to N = 8) pools alone beyond the others' planned
+        end, and says so; its slow N = 8 decides there, the others' absence does not."""
+        ok, slow = [10.0] * 100, [10.0] * 95 + [30.0] * 5
+        short = [self.density_run("swap", [self.step(0, ok, solo_windows=1), self.step(4, ok)])]
+        long = [self.density_run("swap", [self.step(0, ok, solo_windows=1), self.step(4, ok),
+                                          self.step(8, ok)])]
+        r = repeats.analyse([short, long])[("6.12", "cloud")]["configs"]["swap"]
+        self.assertEqual([(s["noise"], s["repetitions"]) for s in r["pooled"]],
+                         [(0, 2), (4, 2), (8, 1)])
+        self.assertEqual(r["pooled_own"], 8)
+        self.assertFalse(r["capped"])
+        self.assertIn("8 (1 of 2 runs at N = 8)", repeats.markdown(
+            repeats.analyse([short, long]), ["a", "b"]))
+        long[0]["steps"][2] = self.step(8, slow)
+        r = repeats.analyse([short, long])[("6.12", "cloud")]["configs"]["swap"]
+        self.assertEqual(r["pooled_own"], 4)
 
 
 # --- the load clients: build/bench/density/loadgen against servers in this process -------
