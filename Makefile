@@ -32,7 +32,7 @@ DAEMON_LIB_SRC  := $(filter-out $(DAEMON_MAIN_SRC),$(wildcard daemon/*.c))
 DAEMON_HDR      := $(wildcard daemon/*.h include/pagetier/*.h) kmod/uapi/pagetier.h
 LIBPTD          := $(B)/obj/libptd.a
 LIBPTD_SAN      := $(B)/obj-san/libptd.a
-USER_LIBS       := -linih -lpthread
+USER_LIBS       := -linih -luring -lpthread
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/test_*.c))
 # Man pages: docs/man/NAME.SECTION.scd -> build/man/manSECTION/NAME.SECTION (scdoc).
 MAN_SRC        := $(wildcard docs/man/*.scd)

@@ -250,9 +250,44 @@ static ssize_t read_kept(const char *dir, const char *file, int *fd1, char *buf,
 	return total;
 }
 
-/* The memory breakdown: memory.stat and memory.swap.current (pt_cgroup_sample's @full). */
-static int sample_memory_stat(const char *dir, struct pt_cgroup_files *f,
-			      struct pt_cgroup_sample *s)
+/*
+ * Opens @file of @dir into *@fd1 to keep, if it is not kept already: 0, -ENOSPC past the
+ * limit, or the open's -errno.
+ */
+static int keep_open(const char *dir, const char *file, int *fd1)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (*fd1 > 0)
+		return 0;
+	if (files_open >= files_limit)
+		return -ENOSPC;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*fd1 = fd + 1;
+	files_open++;
+	return 0;
+}
+
+int pt_cgroup_files_keep(const char *dir, struct pt_cgroup_files *f, int *cpu_stat_fd,
+			 int *memory_current_fd)
+{
+	int rc = keep_open(dir, "cpu.stat", &f->cpu_stat1);
+
+	if (!rc)
+		rc = keep_open(dir, "memory.current", &f->memory_current1);
+	if (rc)
+		return rc;
+	*cpu_stat_fd = f->cpu_stat1 - 1;
+	*memory_current_fd = f->memory_current1 - 1;
+	return 0;
+}
+
+int pt_cgroup_sample_breakdown(const char *dir, struct pt_cgroup_files *f,
+			       struct pt_cgroup_sample *s)
 {
 	char *stat, buf[64];
 	ssize_t n;
@@ -307,7 +342,7 @@ int pt_cgroup_sample_files(const char *dir, struct pt_cgroup_files *f,
 	rc = pt_cgroup_parse_u64(buf, &s->memory_current);
 	if (rc || !full)
 		return rc;
-	return sample_memory_stat(dir, f, s);
+	return pt_cgroup_sample_breakdown(dir, f, s);
 }
 
 /* One sample with nothing kept open after it. */

@@ -79,6 +79,20 @@ struct pt_cgroup_files {
 int pt_cgroup_sample_files(const char *dir, struct pt_cgroup_files *f,
 			   struct pt_cgroup_sample *s, bool full);
 void pt_cgroup_files_close(struct pt_cgroup_files *f);
+/*
+ * Keeps @dir's cpu.stat and memory.current open in *@f (if they are not already) and gives
+ * their descriptors, for a batched read (sample_batch.h): 0, -ENOSPC past the limit, or
+ * -errno. Where such a read fails, pt_cgroup_sample_files() through the same descriptors
+ * says what it means (a removed cgroup's file: -ENOENT, and they are let go).
+ */
+int pt_cgroup_files_keep(const char *dir, struct pt_cgroup_files *f, int *cpu_stat_fd,
+			 int *memory_current_fd);
+/*
+ * The memory breakdown alone (memory.stat, memory.swap.current): the part of a @full
+ * sample that is not read every tick.
+ */
+int pt_cgroup_sample_breakdown(const char *dir, struct pt_cgroup_files *f,
+			       struct pt_cgroup_sample *s);
 void pt_cgroup_files_set_limit(int n);
 int pt_cgroup_files_open_count(void);
 int pt_cgroup_write(const char *dir, const char *file, const char *value);
