@@ -84,6 +84,7 @@ void pt_config_defaults(struct pt_config *cfg)
 	pt_wear_budget_default(&cfg->write_budget);
 	policy_builtin_defaults(&cfg->defaults);
 	cfg->log_level = PT_LOG_INFO;
+	cfg->sample_reader = PT_READER_PREAD;
 }
 
 void pt_config_free(struct pt_config *cfg)
@@ -703,8 +704,18 @@ static int main_handler(struct parse_state *st, const char *section, const char 
 					  value);
 				return 0;
 			}
+		} else if (strcmp(name, "sample_reader") == 0) {
+			if (strcmp(value, "pread") == 0) {
+				cfg->sample_reader = PT_READER_PREAD;
+			} else if (strcmp(value, "io_uring") == 0) {
+				cfg->sample_reader = PT_READER_IO_URING;
+			} else {
+				add_error(st, "sample_reader must be pread or io_uring, got '%s'",
+					  value);
+				return 0;
+			}
 		} else {
-			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, prefetch_rate, free_watermark, cold_watermark, metrics_listen, write_budget, log_level)",
+			add_error(st, "unknown key '%s' in [daemon] (known: cgroup_root, runtime_dir, poll_interval, scan_interval, chunk_size, offload_rate, prefetch_rate, free_watermark, cold_watermark, metrics_listen, write_budget, log_level, sample_reader)",
 				  name);
 			return 0;
 		}

@@ -64,6 +64,8 @@ struct pt_policy {
 	unsigned int set_mask;		/* which keys the file set, for defaults */
 };
 
+enum pt_sample_reader { PT_READER_PREAD, PT_READER_IO_URING };
+
 struct pt_config {
 	char cgroup_root[PATH_MAX];
 	char runtime_dir[PATH_MAX];
@@ -82,6 +84,12 @@ struct pt_config {
 	struct pt_wear_budget write_budget;	/* the NVMe drives' (wear.h) */
 	struct pt_policy defaults;	/* [defaults]: keys a container's section leaves out */
 	enum pt_log_level log_level;
+	/*
+	 * How a tick reads its cgroups' cpu.stat and memory.current: PT_READER_PREAD (two
+	 * pread() calls a cgroup, through descriptors kept open) or PT_READER_IO_URING (one
+	 * liburing submission for all of a tick's cgroups; sample_batch.h).
+	 */
+	enum pt_sample_reader sample_reader;
 	struct pt_policy *policies;
 	size_t n_policies;
 	size_t cap_policies;

@@ -108,6 +108,13 @@ struct pt_context {
 	bool events_wake;		/* its BPF events wake the daemon at once (it is idle) */
 	bool events_wake_known;		/* ... as set; false: not set since tracking began */
 	uint64_t last_full_sample_ms;	/* when memory.stat was last read */
+	/*
+	 * cpu.stat's usage_usec and memory.current as the tick numbered batched_tick read them
+	 * in its batch (sample_reader = io_uring; sample_batch.h), for that tick's sample.
+	 */
+	uint64_t batched_tick;
+	uint64_t batched_cpu_usage_usec;
+	uint64_t batched_memory_current;
 	bool busy;			/* an action is in flight */
 	struct pt_action *busy_action;	/* ... this one (until pt_context_apply()) */
 	bool wake_pending;		/* woke while busy: prefetch when the action ends */

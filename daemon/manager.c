@@ -55,6 +55,8 @@ void pt_manager_free(struct pt_manager *m)
 	free(m->due_ms);
 	pt_ctx_index_free(&m->index);
 	free(m->usage);
+	pt_sample_batch_free(m->batch);
+	free(m->batch_ctx);
 	pt_cgroup_watch_close(&m->watch);
 	pt_config_free(&m->cfg);
 	memset(m, 0, sizeof(*m));
@@ -244,6 +246,7 @@ void pt_manager_reload(struct pt_manager *m, struct pt_config *ncfg)
 	snprintf(ncfg->runtime_dir, sizeof(ncfg->runtime_dir), "%s", m->cfg.runtime_dir);
 	pt_config_free(&m->cfg);
 	m->cfg = *ncfg;
+	m->batch_failed = false;	/* sample_reader = io_uring is asked for again */
 	pt_manager_rescan(m);
 }
 
@@ -692,6 +695,22 @@ out:
  * (memory.stat: what the kernel computes for a whole subtree at each read) once per scan
  * interval, or when @full asks (an offload about to be sized).
  */
+/*
+ * CPU and memory.current: this tick's batched read of them if it had them, else read now
+ * (which also says what a failed batched read meant: a cgroup gone, say).
+ */
+static int sample_light(struct pt_manager *m, struct pt_context *ctx, struct pt_cgroup_sample *s)
+{
+	if (ctx->batched_tick && ctx->batched_tick == m->ticks) {
+		ctx->batched_tick = 0;
+		s->cpu_usage_usec = ctx->batched_cpu_usage_usec;
+		s->memory_current = ctx->batched_memory_current;
+		m->samples_batched++;
+		return 0;
+	}
+	return pt_cgroup_sample_files(ctx->dir, &ctx->files, s, false);
+}
+
 static int sample_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now, bool full)
 {
 	struct pt_cgroup_sample smp = ctx->sample;
@@ -699,7 +718,9 @@ static int sample_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now
 
 	full = full || !ctx->last_full_sample_ms ||
 	       now - ctx->last_full_sample_ms >= m->cfg.scan_interval_ms;
-	rc = pt_cgroup_sample_files(ctx->dir, &ctx->files, &smp, full);
+	rc = sample_light(m, ctx, &smp);
+	if (!rc && full)
+		rc = pt_cgroup_sample_breakdown(ctx->dir, &ctx->files, &smp);
 	if (rc)
 		return rc;
 	ctx->sample = smp;
@@ -721,7 +742,7 @@ static int sample_quiet(struct pt_manager *m, struct pt_context *ctx, uint64_t n
 
 	if (!ctx->last_full_sample_ms)
 		return sample_ctx(m, ctx, now, true);
-	rc = pt_cgroup_sample_files(ctx->dir, &ctx->files, &smp, false);
+	rc = sample_light(m, ctx, &smp);
 	if (rc)
 		return rc;
 	if (smp.cpu_usage_usec == ctx->sample.cpu_usage_usec &&
@@ -735,7 +756,13 @@ static int sample_quiet(struct pt_manager *m, struct pt_context *ctx, uint64_t n
 		m->samples_light++;
 		return 0;
 	}
-	return sample_ctx(m, ctx, now, true);
+	/* Moved: its breakdown, with the CPU and size just read. */
+	rc = pt_cgroup_sample_breakdown(ctx->dir, &ctx->files, &smp);
+	if (rc)
+		return rc;
+	ctx->sample = smp;
+	ctx->last_full_sample_ms = now ? now : 1;
+	return 0;
 }
 
 /*
@@ -1024,6 +1051,104 @@ static bool quiet(const struct pt_context *ctx, uint64_t now)
 			      !ctx->settle_passes));
 }
 
+/*
+ * Whether a tick samples context @i. Read without touching the context: 1,000 quiet ones
+ * are one array's walk. Events not covering every wake, only the steady active ones are
+ * passed by (sample_pace.h).
+ */
+static bool sample_due(const struct pt_manager *m, size_t i, uint64_t now, bool covered)
+{
+	return m->due_ms[i] <= now || (!covered && !m->ctxs[i].pace.steady);
+}
+
+/* Slots of one batched read: a tick of more due contexts submits several. */
+#define PT_BATCH_SLOTS 256
+
+/* The batch sample_reader = io_uring asks for, made once; NULL: read with pread. */
+static struct pt_sample_batch *sample_batch(struct pt_manager *m)
+{
+	int err;
+
+	if (m->cfg.sample_reader != PT_READER_IO_URING) {
+		pt_sample_batch_free(m->batch);
+		m->batch = NULL;
+		return NULL;
+	}
+	if (m->batch || m->batch_failed)
+		return m->batch;
+	if (!m->batch_ctx)
+		m->batch_ctx = calloc(PT_BATCH_SLOTS, sizeof(*m->batch_ctx));
+	m->batch = m->batch_ctx ? pt_sample_batch_new(PT_BATCH_SLOTS, &err) : NULL;
+	if (!m->batch_ctx)
+		err = -ENOMEM;
+	if (!m->batch) {
+		m->batch_failed = true;
+		pt_warn("sample_reader = io_uring: no io_uring (%s): reading with pread",
+			strerror(-err));
+	} else {
+		pt_info("sample_reader = io_uring: each poll reads its containers' cpu.stat and memory.current in batches of up to %d",
+			PT_BATCH_SLOTS);
+	}
+	return m->batch;
+}
+
+/* Runs the queued reads and hands each context its values; -errno: the ring failed. */
+static int batch_flush(struct pt_manager *m, struct pt_sample_batch *b, unsigned int n)
+{
+	int rc = pt_sample_batch_run(b);
+
+	if (rc < 0) {
+		pt_warn("sample_reader = io_uring: a batched read failed (%s): reading with pread",
+			strerror(-rc));
+		pt_sample_batch_free(b);
+		m->batch = NULL;
+		m->batch_failed = true;
+		return rc;
+	}
+	m->sample_batches++;
+	for (unsigned int k = 0; k < n; k++) {
+		struct pt_context *ctx = &m->ctxs[m->batch_ctx[k]];
+
+		/* A failed slot is read again with pread, which says what it means. */
+		if (!pt_sample_batch_result(b, (int)k, &ctx->batched_cpu_usage_usec,
+					    &ctx->batched_memory_current))
+			ctx->batched_tick = m->ticks;
+	}
+	pt_sample_batch_reset(b);
+	return 0;
+}
+
+/*
+ * sample_reader = io_uring: this tick's due contexts' cpu.stat and memory.current, read
+ * in batches before the tick samples them (sample_light takes them). A context whose
+ * files cannot be kept open (past the descriptor limit) is read the ordinary way.
+ */
+static void batch_read(struct pt_manager *m, uint64_t now, bool covered)
+{
+	struct pt_sample_batch *b = sample_batch(m);
+	unsigned int n = 0;
+
+	if (!b)
+		return;
+	for (size_t i = m->n_ctxs; i-- > 0;) {
+		struct pt_context *ctx = &m->ctxs[i];
+		int cpu_fd, mem_fd;
+
+		if (!sample_due(m, i, now, covered) ||
+		    pt_cgroup_files_keep(ctx->dir, &ctx->files, &cpu_fd, &mem_fd))
+			continue;
+		m->batch_ctx[n++] = i;
+		pt_sample_batch_add(b, cpu_fd, mem_fd);
+		if (n == PT_BATCH_SLOTS) {
+			if (batch_flush(m, b, n))
+				return;
+			n = 0;
+		}
+	}
+	if (n)
+		batch_flush(m, b, n);
+}
+
 void pt_manager_tick(struct pt_manager *m, uint64_t now)
 {
 	m->last_tick_ms = now;
@@ -1046,6 +1171,7 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 	bool covered = m->bpf_wakeups && !m->events_lost, usage_tried = false;
 	unsigned int sampled = 0;
 
+	batch_read(m, now, covered);
 	for (size_t i = m->n_ctxs; i-- > 0;) {
 		struct pt_context *ctx;
 		const struct pt_kmod_usage *u;
@@ -1053,12 +1179,7 @@ void pt_manager_tick(struct pt_manager *m, uint64_t now)
 		bool safety;
 		int rc;
 
-		/*
-		 * Read without touching the context: 1,000 quiet ones are one array's walk.
-		 * Events not covering every wake, only the steady active ones are passed by
-		 * (sample_pace.h).
-		 */
-		if (m->due_ms[i] > now && (covered || m->ctxs[i].pace.steady)) {
+		if (!sample_due(m, i, now, covered)) {
 			m->samples_skipped++;
 			continue;
 		}

@@ -29,6 +29,7 @@
 #include "ctx_index.h"
 #include "tier_fill.h"
 #include "protect_path.h"
+#include "sample_batch.h"
 #include "kmod_client.h"
 #include "preload_server.h"
 #include "scanner.h"
@@ -150,6 +151,16 @@ struct pt_manager {
 	uint64_t samples_taken;		/* contexts sampled in a tick */
 	uint64_t samples_skipped;	/* quiet contexts not sampled in a tick (sample_pace.h) */
 	uint64_t samples_light;		/* safety samples that found nothing moved */
+	/*
+	 * sample_reader = io_uring: the batch a tick reads its due contexts' cpu.stat and
+	 * memory.current with, made at the first tick that wants it; NULL with batch_failed
+	 * set once io_uring could not be had (pread from then on, until a reload asks again).
+	 */
+	struct pt_sample_batch *batch;
+	size_t *batch_ctx;		/* per slot: the context's index */
+	bool batch_failed;
+	uint64_t sample_batches;	/* batched reads submitted */
+	uint64_t samples_batched;	/* contexts whose tick sample came from one */
 	uint64_t usage_reads;		/* reads of the tiers' per-cgroup usage table */
 	uint64_t tick_polls;		/* poll_events calls between the samples of a tick */
 	/*

@@ -827,6 +827,12 @@ void pt_metrics_render(FILE *out, const struct pt_manager *m, const struct pt_ti
 	single_u64(out, "pagetier_samples_light_total", "counter",
 		   "Safety samples of quiet containers that found CPU and memory unmoved (memory.stat not read).",
 		   m->samples_light);
+	single_u64(out, "pagetier_sample_batches_total", "counter",
+		   "Batched reads of the sampled containers' cpu.stat and memory.current (sample_reader = io_uring).",
+		   m->sample_batches);
+	single_u64(out, "pagetier_samples_batched_total", "counter",
+		   "Cgroup samples whose CPU and memory.current came from a batched read.",
+		   m->samples_batched);
 	single_u64(out, "pagetier_tier_usage_reads_total", "counter",
 		   "Reads of the tiers' per-cgroup usage table (at most one a tick, and only in a tick that samples).",
 		   m->usage_reads);

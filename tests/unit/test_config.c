@@ -95,6 +95,7 @@ static const char main_conf[] =
 	"prefetch_rate = 0\n"
 	"metrics_listen = 127.0.0.1:9464\n"
 	"log_level = debug\n"
+	"sample_reader = io_uring\n"
 	"\n"
 	"[defaults]\n"
 	"idle_threshold = 10s\n"
@@ -135,6 +136,7 @@ static void test_load_good(void **state)
 	assert_string_equal(cfg.runtime_dir, "/run/pt-test");
 	assert_int_equal(cfg.poll_interval_ms, 200);
 	assert_int_equal(cfg.log_level, PT_LOG_DEBUG);
+	assert_int_equal(cfg.sample_reader, PT_READER_IO_URING);
 	assert_int_equal(cfg.scan_interval_ms, 2000);
 	assert_int_equal(cfg.chunk_shift, 17);
 	assert_int_equal(cfg.offload_rate, 1ULL << 30);
@@ -304,8 +306,10 @@ static void test_bad_main_conf(void **state)
 
 	(void)state;
 	fx_write(dir, "pagetierd.conf",
-		 "[daemon]\npoll_interval = 5ms\n[tier]\nx = 1\n[daemon]\nchunk_size = 48K\n");
+		 "[daemon]\npoll_interval = 5ms\n[tier]\nx = 1\n[daemon]\nchunk_size = 48K\n"
+		 "sample_reader = aio\n");
 	assert_int_equal(pt_config_load(&cfg, dir, true, err), -EINVAL);
+	assert_non_null(strstr(err, "pagetierd.conf:7: sample_reader must be pread or io_uring, got 'aio'"));
 	assert_non_null(strstr(err, "pagetierd.conf:2: poll_interval must be"));
 	assert_non_null(strstr(err, "pagetierd.conf:4: unknown section [tier]"));
 	assert_non_null(strstr(err, "pagetierd.conf:6: chunk_size must be a power of two"));

@@ -914,6 +914,65 @@ static void test_a_quiet_containers_burst_is_seen(void **state)
 	assert_string_equal(web->wake_source, "cpu usage");
 }
 
+/*
+ * sample_reader = io_uring: every tick sample's CPU and memory.current come from the
+ * tick's batched read (the same files, kept open), and the idle and wake verdicts are
+ * those of the pread reader: web goes idle, is skipped while quiet, and its burst after an
+ * event is seen. Past the descriptor limit nothing can be kept open for a batch, and the
+ * samples are read the ordinary way.
+ */
+static void test_batched_samples_judge_as_pread(void **state)
+{
+	struct fixture *f = *state;
+	struct pt_context *web;
+	uint64_t t = pt_now_ms();
+
+	f->m.cfg.sample_reader = PT_READER_IO_URING;
+	pt_cgroup_files_set_limit(64);
+	f->m.bpf_wakeups = true;
+	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 1000\n");
+	for (uint64_t end = t + 4000 + PT_PACE_QUIET_GRACE_MS; t < end; t += 100) {
+		pt_manager_tick(&f->m, t);
+		finish_all(&f->m, &f->r);
+	}
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->idle.state, PT_STATE_IDLE);
+	assert_non_null(f->m.batch);
+	assert_true(f->m.sample_batches > 0);
+	assert_true(f->m.samples_taken > 0);
+	assert_int_equal(f->m.samples_batched, f->m.samples_taken);
+	assert_int_equal(web->sample.cpu_usage_usec, 1000);
+	assert_int_equal(web->sample.memory_current, 268435456);
+
+	pt_manager_bpf_event(&f->m, web->cgroup_id, 3, 0, 0);
+	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 301000\n");
+	for (uint64_t end = t + 1000; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	web = ctx_named(&f->m, "web");
+	assert_int_equal(web->n_wakes, 1);
+	assert_string_equal(web->wake_source, "cpu usage");
+	assert_int_equal(web->sample.cpu_usage_usec, 301000);
+	assert_int_equal(f->m.samples_batched, f->m.samples_taken);
+
+	/* No descriptor to keep: read with pread, nothing batched, the same verdicts. */
+	for (size_t i = 0; i < f->m.n_ctxs; i++)
+		pt_cgroup_files_close(&f->m.ctxs[i].files);
+	pt_cgroup_files_set_limit(0);
+	uint64_t batched = f->m.samples_batched, taken = f->m.samples_taken;
+
+	fx_write(f->root, "ct/web/cpu.stat", "usage_usec 2301000\n");
+	for (uint64_t end = t + 1000; t < end; t += 100)
+		pt_manager_tick(&f->m, t);
+	assert_true(f->m.samples_taken > taken);
+	assert_int_equal(f->m.samples_batched, batched);
+	assert_int_equal(ctx_named(&f->m, "web")->sample.cpu_usage_usec, 2301000);
+
+	/* Back to pread by reload: the batch goes. */
+	f->m.cfg.sample_reader = PT_READER_PREAD;
+	pt_manager_tick(&f->m, t);
+	assert_null(f->m.batch);
+}
+
 /* One epoch's scan of this process for @ctx: 32 chunks at @base, accessed or only present. */
 /* What @scan found: 32 chunks of this process from @base, all present, accessed or not. */
 static void scan_found(struct pt_action *scan, uint64_t base, bool accessed)
@@ -2367,6 +2426,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test(test_small_file_set_not_read_ahead),
 		cmocka_unit_test(test_trim_waits_while_the_prefetch_is_read),
+		cmocka_unit_test_setup_teardown(test_batched_samples_judge_as_pread, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_a_quiet_containers_burst_is_seen, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_a_woken_task_is_followed, setup, teardown),
