@@ -3,9 +3,12 @@ cgroup files, pagetierctl, waiting."""
 import json
 import struct
 import os
+import re
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(TOP, "build", "bin")
@@ -95,6 +98,28 @@ def wait_wake_applied(container_status, wakes0, timeout, step=0.2):
         s = container_status()
         return s if s.get("wakes", 0) > wakes0 and s.get("state") != "waking" else None
     return wait_for(applied, timeout, step)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 nobody listens on now (for pagetierd's metrics_listen)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(port):
+    """pagetierd's Prometheus text, or a comment saying why there is none."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            return r.read().decode()
+    except OSError as e:
+        return f"# scrape failed: {e}"
+
+
+def metric(text, name):
+    """The value of sample @name (with its labels, as written) in @text, or None."""
+    m = re.search(r"^" + re.escape(name) + r" (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
 
 
 def ctl(*args, runtime=None):

@@ -4,8 +4,11 @@ comes back verified byte for byte when they wake; a container that did not opt i
 touched. Runs as root inside the test VM (tests/vm/guest-suite.sh); prints TAP.
 
   idle_wake.py [--demo] [--out DIR] [--size 256M] [--backing /dev/nvme0n1]
+               [--sample-reader pread|io_uring]
 
---demo prints a report for people instead of only TAP diagnostics.
+--demo prints a report for people instead of only TAP diagnostics. --sample-reader io_uring
+runs pagetierd with its batched reader (liburing, sample_batch.h) and checks from its
+metrics that every tick's samples came through it.
 """
 import argparse
 import json
@@ -38,11 +41,12 @@ def cg_u64(name, f):
     return e2elib.cg_u64(name, f, PARENT)
 
 
-def write_config(d, idle):
+def write_config(d, idle, reader, port):
     os.makedirs(os.path.join(d, "containers.d"))
     with open(os.path.join(d, "pagetierd.conf"), "w") as f:
         f.write(f"[daemon]\ncgroup_root = {CG}\nruntime_dir = {d}/run\n"
-                "poll_interval = 200ms\nlog_level = info\n")
+                "poll_interval = 200ms\nlog_level = info\n"
+                f"sample_reader = {reader}\nmetrics_listen = 127.0.0.1:{port}\n")
     with open(os.path.join(d, "containers.d", "e2e.conf"), "w") as f:
         for name in OPTED_IN:
             f.write(f"[{name}]\nmatch_cgroup = /{PARENT}/{name}\nclass = besteffort\n"
@@ -93,6 +97,25 @@ def check_bad_input(tap, backing, work):
            "a malformed config file is rejected with file and line", r.stderr)
 
 
+def check_sample_reader(tap, reader, port, log_path):
+    """The tick samples came through the reader asked for: with io_uring, every one of them
+    from a batched read (the files kept open), and no fall-back to pread."""
+    m = e2elib.scrape(port)
+    taken = e2elib.metric(m, "pagetier_samples_total") or 0
+    batches = e2elib.metric(m, "pagetier_sample_batches_total")
+    batched = e2elib.metric(m, "pagetier_samples_batched_total")
+    with open(log_path) as f:
+        fell_back = [l for l in f if "sample_reader = io_uring" in l]
+    if reader == "io_uring":
+        tap.ok(taken > 0 and batches and batched == taken and not fell_back,
+               f"sample_reader = io_uring: {batched:.0f} of {taken:.0f} tick samples from "
+               f"{batches:.0f} batched reads, no fall-back to pread",
+               "".join(fell_back) or m[:2000])
+    else:
+        tap.ok(taken > 0 and batches == 0 and batched == 0,
+               f"sample_reader = pread: {taken:.0f} tick samples, none batched")
+
+
 def start_workload(name, size, work):
     ready = os.path.join(work, f"{name}.ready")
     report = os.path.join(work, f"{name}.report")
@@ -107,6 +130,7 @@ def main():
     ap.add_argument("--size", default="256M")
     ap.add_argument("--backing", default="/dev/nvme0n1")
     ap.add_argument("--idle", default="2s")
+    ap.add_argument("--sample-reader", default="pread", choices=["pread", "io_uring"])
     args = ap.parse_args()
     size_bytes = int(args.size[:-1]) * MIB if args.size.endswith("M") else int(args.size)
 
@@ -143,7 +167,8 @@ def main():
         ids = e2elib.setup_cgroups(PARENT, OPTED_IN + [LEFT_OUT])
 
         conf = os.path.join(work, "etc")
-        write_config(conf, args.idle)
+        port = e2elib.free_port()
+        write_config(conf, args.idle, args.sample_reader, port)
         runtime = os.path.join(conf, "run")
         r = run([os.path.join(BIN, "pagetierd"), "--check-config", "--config-dir", conf])
         tap.ok(r.returncode == 0, "pagetierd --check-config accepts the test config", r.stderr)
@@ -281,6 +306,7 @@ def main():
                    f"{n}: memory back after wake ({back.get(n, 0) // MIB} of {before[n] // MIB} MiB)")
         tap.ok(cg_u64(LEFT_OUT, "memory.swap.current") == 0,
                f"{LEFT_OUT} still never swapped")
+        check_sample_reader(tap, args.sample_reader, port, os.path.join(work, "pagetierd.log"))
 
         if args.demo:
             print_demo(loads, before, idle_view, back, reports, st, status_table, idle_s, ts, ids,

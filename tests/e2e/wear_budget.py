@@ -22,11 +22,9 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
-import urllib.request
 
 import e2elib
 from e2elib import BIN, CG, MIB, Tap, ctl, run, tier_bytes_by_cgroup, wait_for
@@ -52,25 +50,6 @@ def wear(runtime):
 
 def containers(runtime):
     return {c["name"]: c for c in (status(runtime) or {}).get("containers", [])}
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def scrape(port):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-            return r.read().decode()
-    except OSError as e:
-        return f"# scrape failed: {e}"
-
-
-def metric(text, name):
-    m = re.search(r"^" + re.escape(name) + r" (\S+)$", text, re.M)
-    return float(m.group(1)) if m else None
 
 
 def write_config(d, budget, port):
@@ -122,7 +101,7 @@ def main():
         ids = e2elib.setup_cgroups(PARENT, NAMES)
 
         conf = os.path.join(work, "etc")
-        port = free_port()
+        port = e2elib.free_port()
         write_config(conf, args.budget, port)
         runtime = os.path.join(conf, "run")
         log = open(logpath, "w")
@@ -178,10 +157,10 @@ def main():
                f"({grew // MIB} MiB written since the start)", json.dumps(d))
         tap.ok(bool(stopped), f"the budget is exhausted: level {w.get('level')} "
                f"({d.get('why')}, {d.get('remaining_bytes', 0) // MIB} MiB left)", json.dumps(w))
-        m = scrape(port)
-        tap.ok(metric(m, 'pagetier_wear_level{level="stop"}') == 1 and
-               metric(m, 'pagetier_wear_budget_remaining_bytes{drive="nvme0"}') is not None and
-               metric(m, 'pagetier_nvme_data_written_bytes_total{drive="nvme0"}'),
+        m = e2elib.scrape(port)
+        tap.ok(e2elib.metric(m, 'pagetier_wear_level{level="stop"}') == 1 and
+               e2elib.metric(m, 'pagetier_wear_budget_remaining_bytes{drive="nvme0"}') is not None and
+               e2elib.metric(m, 'pagetier_nvme_data_written_bytes_total{drive="nvme0"}'),
                "the metrics show the drive, its budget and the level stop",
                "\n".join(l for l in m.splitlines() if "wear" in l or "nvme" in l))
         tap.diag("\n".join(l for l in m.splitlines() if l.startswith(("pagetier_wear", "pagetier_nvme"))))
