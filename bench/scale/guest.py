@@ -73,7 +73,8 @@ GRACE_S = 10.0
 # pagetierd's metrics endpoint (one daemon at a time) and the counters read from it.
 METRICS = "127.0.0.1:9464"
 COUNTERS = ("pagetier_ticks_total", "pagetier_samples_total", "pagetier_samples_skipped_total",
-            "pagetier_samples_light_total",
+            "pagetier_samples_light_total", "pagetier_sample_batches_total",
+            "pagetier_samples_batched_total",
             "pagetier_tier_usage_reads_total", "pagetier_cgroup_walks_total",
             "pagetier_container_scans_total", "pagetier_container_bpf_events_total",
             "pagetier_bpf_events_dropped_total")
@@ -490,9 +491,11 @@ def start_daemon(work, tag, probes, idle_s):
         # The product's defaults (poll_interval 500 ms, scan_interval 1 s, ...) but the
         # log level, which the bench reads: info, or PAGETIERD_LOG_LEVEL (debug logs each
         # scan and sample: for a diagnosis at small N, its cost shows in the figures).
+        # SAMPLE_READER: its sample_reader (pread, the default, or io_uring).
         level = os.environ.get("PAGETIERD_LOG_LEVEL", "info")
+        reader = os.environ.get("SAMPLE_READER", "pread")
         f.write(f"[daemon]\ncgroup_root = {CG}\nruntime_dir = {runtime}\nlog_level = {level}\n"
-                f"metrics_listen = {METRICS}\n")
+                f"metrics_listen = {METRICS}\nsample_reader = {reader}\n")
     with open(os.path.join(conf, "containers.d", "scale.conf"), "w") as f:
         for p in probes:
             f.write(f"[{p}]\nmatch_cgroup = /{PARENT}/{p}\nidle_threshold = {idle_s}s\n\n")
@@ -833,7 +836,8 @@ def main():
            "period_s": env_int("PERIOD_S", 30), "burst_ms": env_int("BURST_MS", 200),
            "sleeper_kb": env_int("SLEEPER_KB", 64), "waker_kb": env_int("WAKER_KB", 1024),
            "settle_max_s": env_int("SETTLE_MAX_S", 900),
-           "waker_file": os.environ.get("WAKER_FILE") or None}
+           "waker_file": os.environ.get("WAKER_FILE") or None,
+           "sample_reader": os.environ.get("SAMPLE_READER", "pread")}
     max_s = env_int("MAX_S", 12600)
     kb_per_ct = env_int("KB_PER_CT", 400)
     t_begin = time.monotonic()

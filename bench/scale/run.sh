@@ -14,7 +14,8 @@
 #        PROBES, PROBE_ROUNDS, IDLE_S, PERIOD_S, BURST_MS, SLEEPER_KB, WAKER_KB, WAKER_FILE,
 #        SETTLE_MAX_S, MAX_S, KB_PER_CT (guest.py), SCALE_OUT (the results' directory),
 #        PAGETIERD_LOG_LEVEL (info; debug at small N for a diagnosis), PAGETIERD_BIN (another
-#        build of pagetierd, for a before-the-change run)
+#        build of pagetierd, for a before-the-change run), SAMPLE_READER (pagetierd's
+#        sample_reader: pread, the default, or io_uring)
 #   QUICK=1: N = 10 and 1,000, 0% and 20% active, shorter windows (about 50 minutes)
 #   SMOKE=1: N = 10, 20% active, short windows, both scanners (about 10 minutes): the
 #            harness works end to end; its figures mean nothing
@@ -72,7 +73,7 @@ print(json.dumps({k: min(r[k] for r in rs) for k in rs[0]}))' >"$cal" ||
 echo "== scale: host calibration $(cat "$cal")"
 
 pass=(NS SHARES MEASURE_S PROBES PROBE_ROUNDS IDLE_S PERIOD_S BURST_MS SLEEPER_KB WAKER_KB
-      WAKER_FILE SETTLE_MAX_S MAX_S KB_PER_CT PAGETIERD_LOG_LEVEL PAGETIERD_BIN)
+      WAKER_FILE SETTLE_MAX_S MAX_S KB_PER_CT PAGETIERD_LOG_LEVEL PAGETIERD_BIN SAMPLE_READER)
 envs="HOST_CAL='$cal' $(pt_env_assignments "${pass[@]}")"
 rc=0 i=0 t0=$(date +%s)
 set -- $scanners
