@@ -105,7 +105,7 @@ def check_sample_reader(tap, reader, port, log_path):
     batches = e2elib.metric(m, "pagetier_sample_batches_total")
     batched = e2elib.metric(m, "pagetier_samples_batched_total")
     with open(log_path) as f:
-        fell_back = [l for l in f if "sample_reader = io_uring" in l]
+        fell_back = [l for l in f if "sample_reader = io_uring" in l and "with pread" in l]
     if reader == "io_uring":
         tap.ok(taken > 0 and batches and batched == taken and not fell_back,
                f"sample_reader = io_uring: {batched:.0f} of {taken:.0f} tick samples from "
