@@ -6,7 +6,8 @@
  *
  * Not the default. A kernfs file has no non-blocking read, so io_uring hands each of these
  * reads to an io-wq worker thread; the system calls it saves cost less than those hand-offs
- * (bench/scale/README.md: the batched reader against pread, natively and in the VM).
+ * (bench/scale/README.md: natively 1.9x the CPU of pread per file; in the VM at 200 of
+ * 1,000 containers active the daemon's CPU the same within noise).
  *
  * Each slot is one cgroup: its two reads, their buffers and their parsed values. A read that
  * fails, fills its buffer or does not parse leaves its slot failed; the caller then reads
