@@ -203,6 +203,28 @@ void pt_cgroup_files_close(struct pt_cgroup_files *f)
 }
 
 /*
+ * @file of @dir's descriptor: the one kept in *@fd1, else opened, and kept there if fewer
+ * than @limit are open (*@fd1 > 0 after: kept). The descriptor, or -errno.
+ */
+static int open_kept(const char *dir, const char *file, int *fd1, int limit)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (*fd1 > 0)
+		return *fd1 - 1;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (files_open < limit) {
+		*fd1 = fd + 1;
+		files_open++;
+	}
+	return fd;
+}
+
+/*
  * Reads @file of @dir into @buf through the descriptor kept in *@fd1, opening it first
  * (kept if fewer than @limit are open, else closed after). A removed cgroup's file reads
  * ENODEV: -ENOENT, as a path that is gone, and the descriptor is let go.
@@ -210,25 +232,12 @@ void pt_cgroup_files_close(struct pt_cgroup_files *f)
 static ssize_t read_kept(const char *dir, const char *file, int *fd1, char *buf, size_t size,
 			 int limit)
 {
-	char path[PATH_MAX];
 	ssize_t n, total = 0;
-	bool keep;
-	int fd;
+	int fd = open_kept(dir, file, fd1, limit);
+	bool keep = *fd1 > 0;
 
-	if (*fd1 <= 0) {
-		snprintf(path, sizeof(path), "%s/%s", dir, file);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		keep = files_open < limit;
-		if (keep) {
-			*fd1 = fd + 1;
-			files_open++;
-		}
-	} else {
-		fd = *fd1 - 1;
-		keep = true;
-	}
+	if (fd < 0)
+		return fd;
 	while ((size_t)total + 1 < size) {
 		n = pread(fd, buf + total, size - 1 - total, total);
 		if (n < 0 && errno == EINTR)
@@ -250,26 +259,15 @@ static ssize_t read_kept(const char *dir, const char *file, int *fd1, char *buf,
 	return total;
 }
 
-/*
- * Opens @file of @dir into *@fd1 to keep, if it is not kept already: 0, -ENOSPC past the
- * limit, or the open's -errno.
- */
+/* Keeps @file of @dir open in *@fd1: 0, -ENOSPC past the limit (nothing opened), or -errno. */
 static int keep_open(const char *dir, const char *file, int *fd1)
 {
-	char path[PATH_MAX];
 	int fd;
 
-	if (*fd1 > 0)
-		return 0;
-	if (files_open >= files_limit)
+	if (*fd1 <= 0 && files_open >= files_limit)
 		return -ENOSPC;
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	*fd1 = fd + 1;
-	files_open++;
-	return 0;
+	fd = open_kept(dir, file, fd1, files_limit);
+	return fd < 0 ? fd : 0;
 }
 
 int pt_cgroup_files_keep(const char *dir, struct pt_cgroup_files *f, int *cpu_stat_fd,

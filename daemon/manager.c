@@ -691,11 +691,6 @@ out:
 }
 
 /*
- * Samples @ctx: CPU and memory.current every tick (the idle verdict), the memory breakdown
- * (memory.stat: what the kernel computes for a whole subtree at each read) once per scan
- * interval, or when @full asks (an offload about to be sized).
- */
-/*
  * CPU and memory.current: this tick's batched read of them if it had them, else read now
  * (which also says what a failed batched read meant: a cgroup gone, say).
  */
@@ -711,6 +706,11 @@ static int sample_light(struct pt_manager *m, struct pt_context *ctx, struct pt_
 	return pt_cgroup_sample_files(ctx->dir, &ctx->files, s, false);
 }
 
+/*
+ * Samples @ctx: CPU and memory.current every tick (the idle verdict), the memory breakdown
+ * (memory.stat: what the kernel computes for a whole subtree at each read) once per scan
+ * interval, or when @full asks (an offload about to be sized).
+ */
 static int sample_ctx(struct pt_manager *m, struct pt_context *ctx, uint64_t now, bool full)
 {
 	struct pt_cgroup_sample smp = ctx->sample;
@@ -1076,11 +1076,10 @@ static struct pt_sample_batch *sample_batch(struct pt_manager *m)
 	}
 	if (m->batch || m->batch_failed)
 		return m->batch;
-	if (!m->batch_ctx)
-		m->batch_ctx = calloc(PT_BATCH_SLOTS, sizeof(*m->batch_ctx));
-	m->batch = m->batch_ctx ? pt_sample_batch_new(PT_BATCH_SLOTS, &err) : NULL;
-	if (!m->batch_ctx)
+	if (!m->batch_ctx && !(m->batch_ctx = calloc(PT_BATCH_SLOTS, sizeof(*m->batch_ctx))))
 		err = -ENOMEM;
+	else
+		m->batch = pt_sample_batch_new(PT_BATCH_SLOTS, &err);
 	if (!m->batch) {
 		m->batch_failed = true;
 		pt_warn("sample_reader = io_uring: no io_uring (%s): reading with pread",
