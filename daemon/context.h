@@ -62,7 +62,7 @@ struct pt_action {
 	uint64_t resident_after;	/* settle */
 	uint64_t tier_planned;		/* prefetch: bytes the tiers stage ahead of WILLNEED */
 	bool rest;			/* prefetch: the rest of a wake (pt_context_rest()) */
-	bool rest_waited;		/* ... asked for by the container's wait for memory */
+	bool rest_waited;		/* ... while the container waited for memory: runs first */
 	uint64_t unsettled;		/* prefetch: the interrupted offload's bytes to drop */
 	uint64_t drop_ms;		/* prefetch: how long that drop took */
 	/* scan: in */
@@ -309,14 +309,13 @@ bool pt_context_wake_from_model(const struct pt_context *ctx);
  * reading all its memory. A burst right after the wake alone does not: at 8 reads in any
  * 30 s, every server of real_servers restored its rest and dropped it again unused, while
  * redis served a tenth of its data. A server that serves only what the model saw, or a
- * small part of its data, leaves the rest out, unless those reads cost it: @stall_us is the
- * cgroup's memory stall (memory.pressure's "some" total, a running count; 0 where the kernel
- * has none), and PT_REST_PERIODS periods in a row in which its tasks waited for memory
- * PT_REST_STALL_PCT of the time or more restore the rest whatever its share. How much a
- * demand read costs is the device's and the host's to say, not a count's: PostgreSQL serving
- * a tenth of its data waited 0.6 s in 35 s of light load on one host, where the eighth came
- * in 11 s, and 4.7 s on a slower one, where the rest never came. Returns a prefetch job, or
- * NULL. What is not
+ * small part of its data, leaves the rest out, whatever those reads cost it: @stall_us is
+ * the cgroup's memory stall (memory.pressure's "some" total, a running count; 0 where the
+ * kernel has none), and PT_REST_PERIODS periods in a row in which its tasks waited for
+ * memory PT_REST_STALL_PCT of the time or more make a rest that the share asks for run as
+ * the wake's prefetch, at the daemon's priority, not in the background pool. The stall alone
+ * does not restore it: a wait while a host wakes many containers at once is the host's
+ * (context.c, pt_context_rest()). Returns a prefetch job, or NULL. What is not
  * restored (not asked for in the window, or past the room) stays in the next wake set
  * (joined to the next idle offload's, or at the next wake). @rate and @kmod_fd as for
  * pt_context_prefetch(), but the tiers' bulk read: the rest is MADV_WILLNEED's, behind the
