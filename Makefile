@@ -257,13 +257,18 @@ host-test: bpf libpreload $(B)/kernels.txt
 	 echo "== libpagetier.so on the host: real programs"; \
 	 PT_STRICT=1 tests/preload/run.sh $(CURDIR)/$(B) || rc=1; exit $$rc
 
+# What the tests run is built first, on every CPU (the tests themselves then run one at a
+# time: the VM guests take both CPUs, and each unit test's output stays whole).
+JOBS ?= $(shell nproc)
 test: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_TESTS) $(B)/man-test/config_default \
+		$(B)/bench/density/loadgen
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory host-test
 	@$(MAKE) --no-print-directory vm-test
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@tests/vm/demo.sh $(lastword $(KERNELS))
 
 # Installs the userspace and the configuration examples (never over an existing config).
