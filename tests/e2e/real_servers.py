@@ -291,7 +291,8 @@ def main():
             woken = "" if st.get("state") == "idle" else (
                 f"; {st.get('state')} again, woken by {st.get('wake_source')}, "
                 f"{st.get('false_wakes', 0)} false wakes so far")
-            if held_back(st) and cur > st.get("keep_bytes", 0) + 8 * MIB:
+            # Said only where the bound itself was not met (settled() above).
+            if held_back(st) and cur > max(st.get("keep_bytes", 0) + 8 * MIB, 0.15 * peak[n]):
                 woken += (f"; back in by its own background ({st.get('wake_source')}), "
                           f"{st.get('offloads_undone')} offloads undone: the next is "
                           "deferred by the backoff")
