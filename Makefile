@@ -135,7 +135,9 @@ $(B)/man-test/config_default: tests/man/config_default.c $(LIBPTD) $(DAEMON_HDR)
 	@mkdir -p $(@D); echo "  CC    $@"
 	@$(CC) $(USER_CFLAGS) -o $@ $< $(LIBPTD) $(USER_LIBS)
 
-unit: $(UNIT_TESTS) $(B)/man-test/config_default daemon man $(B)/bench/density/loadgen
+# What make unit runs, besides the daemon and the man pages (make test builds it first).
+UNIT_BUILD := $(UNIT_TESTS) $(B)/man-test/config_default $(B)/bench/density/loadgen
+unit: $(UNIT_BUILD) daemon man
 	@set -e; fail=0; for t in $(UNIT_TESTS); do \
 	  echo "== $$t"; \
 	  ( cd tests/unit && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -261,8 +263,7 @@ host-test: bpf libpreload $(B)/kernels.txt
 # time: the VM guests take both CPUs, and each unit test's output stays whole).
 JOBS ?= $(shell nproc)
 test: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_TESTS) $(B)/man-test/config_default \
-		$(B)/bench/density/loadgen
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BUILD)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory host-test
 	@$(MAKE) --no-print-directory vm-test

@@ -254,10 +254,13 @@ def main():
                     st.get("offloads_undone", 0) > 0 and st.get("offloads", 0) > 0 and
                     "offload deferred (backoff)" in st.get("waiting_for", ""))
 
+        def idle_bound(n, st):
+            """What may stay resident while idle: the idle working set and 8 MiB, or 15%."""
+            return max(st.get("keep_bytes", 0) + 8 * MIB, 0.15 * peak[n])
+
         def settled(n):
             st = st_of(runtime, n)
-            floor = st.get("keep_bytes", 0) + 8 * MIB
-            if cgu(n, "memory.current") > max(floor, 0.15 * peak[n]):
+            if cgu(n, "memory.current") > idle_bound(n, st):
                 return held_back(st)
             # Idle, the swap cache its timers' faults read ahead goes at once (the idle
             # trim). Woken since by its own timers' refaults (no client runs in this phase:
@@ -292,7 +295,7 @@ def main():
                 f"; {st.get('state')} again, woken by {st.get('wake_source')}, "
                 f"{st.get('false_wakes', 0)} false wakes so far")
             # Said only where the bound itself was not met (settled() above).
-            if held_back(st) and cur > max(st.get("keep_bytes", 0) + 8 * MIB, 0.15 * peak[n]):
+            if held_back(st) and cur > idle_bound(n, st):
                 woken += (f"; back in by its own background ({st.get('wake_source')}), "
                           f"{st.get('offloads_undone')} offloads undone: the next is "
                           "deferred by the backoff")

@@ -113,7 +113,7 @@ PT_CLOUD_THROTTLE=${THROTTLE:-throttling.iops-total=3000,throttling.bps-total=12
 # the guest's panic on the NMI that qmp_diag.py sent, with the backtrace of the CPU it
 # interrupted.
 pt_vm_run() {
-	local out=$2 rc kind try=0 i
+	local out=$2 rc kind try=0 i retries=${PT_VM_EMULATOR_RETRIES:-3}
 	pt_vm_run_once "$@"
 	rc=$?
 	# QEMU 7.2's multi-threaded TCG can run a vCPU through a stale translation of kernel
@@ -129,13 +129,13 @@ pt_vm_run() {
 	# Three: one make test on 2026-12-02 lost its 6.12 guest twice (an int3 at
 	# exc_page_fault's static key 504 s in, then at sched_clock_cpu's 3 s into the boot, "Not
 	# tainted") and passed on the third; each retry costs one guest's run, not a failure.
-	while [ "$try" -lt "${PT_VM_EMULATOR_RETRIES:-3}" ]; do
+	while [ "$try" -lt "$retries" ]; do
 		kind=$(python3 "$PT_TOP/tests/vm/console_crash.py" --kind "$out/console.log" 2>/dev/null)
 		[ "$kind" = emulator ] || break
 		try=$((try + 1))
 		cp "$out/console.log" "$out.emulator-console-$try.log"
 		{
-			echo "vm: the guest died of the emulator's bug (QEMU 7.2 MTTCG, stale translation of patched kernel text; its console: $out.emulator-console-$try.log): running it again ($try of ${PT_VM_EMULATOR_RETRIES:-3}). Its report:"
+			echo "vm: the guest died of the emulator's bug (QEMU 7.2 MTTCG, stale translation of patched kernel text; its console: $out.emulator-console-$try.log): running it again ($try of $retries). Its report:"
 			python3 "$PT_TOP/tests/vm/console_crash.py" "$out.emulator-console-$try.log" | sed 1d | head -n 25 | sed 's/^/vm:   /'
 		} >&2
 		pt_vm_run_once "$@"
