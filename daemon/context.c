@@ -50,8 +50,9 @@ uint64_t pt_now_ms(void)
  * is too long: on the multi-gen LRU a step that reaches the few pages its idle offload kept
  * (aged into the oldest generation with the prefetch) writes them, and the 57 MiB of
  * redis's wake that it never mapped stayed in memory while it served (real_servers, 6.12:
- * resident 66 of 74 MiB). A drop writes at most PT_DROP_WRITE_TOTAL (swapcache_drop.h), so
- * in-use memory that keeps being reached costs that much per hold, fewer and fewer.
+ * resident 66 of 74 MiB). A drop writes at most a share of what it can gain, 4 MiB at most
+ * (pt_drop_write_total(), swapcache_drop.h), so in-use memory that keeps being reached
+ * costs that much per hold, fewer and fewer.
  */
 #define PT_TRIM_ACTIVE_HOLD_MS 10000
 #define PT_TRIM_ACTIVE_HOLD_MAX_SHIFT 5
@@ -158,7 +159,7 @@ static void free_set(struct pt_proc_ranges *set, int n)
 }
 
 static uint64_t drop_swapcache(const char *dir, uint64_t target, uint64_t max_reclaim,
-			       uint64_t step, enum pt_drop_stop *why);
+			       uint64_t step, bool active, enum pt_drop_stop *why);
 static void run_offload(struct pt_job *job);
 static void run_prefetch(struct pt_job *job);
 static void run_settle(struct pt_job *job);
@@ -379,7 +380,7 @@ static void drop_unsettled(struct pt_action *a, uint64_t t0)
 	 * writes costs its size (an 8 MiB step wrote 4.4 MiB of redis under load in make test).
 	 */
 	a->freed = drop_swapcache(a->dir, sc - drop, drop + PT_DROP_CLOSE, PT_TRIM_ACTIVE_STEP,
-				  &a->drop_stop);
+				  false, &a->drop_stop);
 	a->drop_ms = pt_now_ms() - t0 - a->ms;
 }
 
@@ -610,16 +611,19 @@ static uint64_t swap_current(const char *dir)
  * and @max_reclaim in all at most, and stops at the first step that wrote
  * (swapcache_drop.h). What MADV_PAGEOUT wrote but left in the swap cache (the write
  * completed after the advice returned: plain swap on a block device) is at the tail of the
- * LRU, written back and unmapped, and goes first. Returns the bytes freed; @why: why it
- * stopped.
+ * LRU, written back and unmapped, and goes first. @active: an active container's trim, whose
+ * steps may write a share of what it can gain (swapcache_drop.h). Returns the bytes freed;
+ * @why: why it stopped.
  */
 static uint64_t drop_swapcache(const char *dir, uint64_t target, uint64_t max_reclaim,
-			       uint64_t step, enum pt_drop_stop *why)
+			       uint64_t step, bool active, enum pt_drop_stop *why)
 {
 	struct pt_swap_fence fence;
 	struct pt_drop d;
 
 	pt_drop_init(&d, target, max_reclaim, step, swap_current(dir));
+	if (active)
+		pt_drop_writes_follow_gain(&d);
 	/* On the classic LRU, no step can write more than a few pages (swap_fence.h). */
 	pt_swap_fence_start(&fence, dir);
 	for (;;) {
@@ -673,7 +677,7 @@ static void run_cold(struct pt_job *job)
 	}
 	if (sc_before != UINT64_MAX && a->bytes > 0)
 		a->freed = drop_swapcache(a->dir, sc_before, (uint64_t)a->bytes,
-					  PT_COLD_DROP_STEP, &a->drop_stop);
+					  PT_COLD_DROP_STEP, false, &a->drop_stop);
 	a->ms = pt_now_ms() - t0;
 }
 
@@ -725,7 +729,7 @@ static void run_trim(struct pt_job *job)
 	a->freed = drop_swapcache(a->dir, sc > a->budget ? sc - a->budget : 0,
 				  a->trim_active ? a->budget + PT_DROP_CLOSE : 2 * a->budget,
 				  a->trim_active ? PT_TRIM_ACTIVE_STEP : PT_TRIM_IDLE_STEP,
-				  &a->drop_stop);
+				  a->trim_active, &a->drop_stop);
 	a->ms = pt_now_ms() - t0;
 }
 

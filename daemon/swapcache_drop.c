@@ -14,12 +14,29 @@ void pt_drop_init(struct pt_drop *d, uint64_t target, uint64_t max_reclaim, uint
 	};
 }
 
+void pt_drop_writes_follow_gain(struct pt_drop *d)
+{
+	d->gain_writes = true;
+}
+
+uint64_t pt_drop_write_total(uint64_t gain)
+{
+	uint64_t w = gain / PT_DROP_WRITE_SHARE;
+
+	return w < PT_DROP_WRITE_TOTAL ? PT_DROP_WRITE_TOTAL :
+	       w > PT_DROP_WRITE_TOTAL_MAX ? PT_DROP_WRITE_TOTAL_MAX : w;
+}
+
 uint64_t pt_drop_next(struct pt_drop *d, uint64_t swapcached, uint64_t swap_current)
 {
 	uint64_t want;
 
 	if (d->why != PT_DROP_GOING)
 		return 0;
+	if (!d->steps)
+		d->write_total = !d->gain_writes ? PT_DROP_WRITE_TOTAL :
+				 pt_drop_write_total(swapcached > d->target ?
+						     swapcached - d->target : 0);
 	/*
 	 * The step before allocated swap: it wrote memory that was not on swap yet. Swap that
 	 * shrinks (pages swapped in that gave up their slots) says nothing: only growth counts.
@@ -28,7 +45,7 @@ uint64_t pt_drop_next(struct pt_drop *d, uint64_t swapcached, uint64_t swap_curr
 	    swap_current > d->last_swap) {
 		d->swap_grown += swap_current - d->last_swap;
 		if (swap_current > d->last_swap + PT_DROP_WRITE_SLACK ||
-		    d->swap_grown > PT_DROP_WRITE_TOTAL) {
+		    d->swap_grown > d->write_total) {
 			d->why = PT_DROP_WROTE;
 			return 0;
 		}
@@ -39,7 +56,13 @@ uint64_t pt_drop_next(struct pt_drop *d, uint64_t swapcached, uint64_t swap_curr
 		d->why = PT_DROP_DONE;
 		return 0;
 	}
-	if (d->asked >= d->max_reclaim) {
+	/*
+	 * The budget bounds what the cgroup loses (memory.current's drop), not what is asked: a
+	 * step that meets pages in use frees far less than it asks (a fence's worth, 6.1).
+	 * What is asked is bounded too, should the cgroup's own growth hide what steps free.
+	 */
+	if (d->freed >= d->max_reclaim ||
+	    d->asked >= PT_DROP_ASK_FACTOR * d->max_reclaim) {
 		d->why = PT_DROP_BUDGET;
 		return 0;
 	}
@@ -54,8 +77,8 @@ uint64_t pt_drop_next(struct pt_drop *d, uint64_t swapcached, uint64_t swap_curr
 	want = swapcached - d->target;
 	if (want > d->step)
 		want = d->step;
-	if (want > d->max_reclaim - d->asked)
-		want = d->max_reclaim - d->asked;
+	if (want > d->max_reclaim - d->freed)
+		want = d->max_reclaim - d->freed;
 	return want;
 }
 

@@ -4,6 +4,8 @@
 #   fault     plain swap on the namespace, demand faults
 #   willneed  plain swap on the namespace, MADV_WILLNEED then touch
 #   prefetch  a pagetier tier over the namespace, PREFETCH + MADV_WILLNEED then touch
+#   ramswap   plain swap on a RAM disk (brd), MADV_WILLNEED then touch: no drive at all,
+#             the guest CPU's own ceiling for any restore through the kernel's swap-in
 # and the namespace's raw sequential read bandwidth. Results: $PT_OUT/results.txt.
 #
 # With FRAG=N (run.sh passes it), (b) and (c) once more, the container offloaded
@@ -59,9 +61,22 @@ tier() {
 	"$bin" destroy "$id"
 }
 
+# The ceiling: the same restore from swap in RAM (brd, sized for the container), so that
+# what is left is the guest CPU's cost of swapping pages in (the page faults, the swap
+# cache, the memcg charge, the LRU) and a memcpy per page.
+ramswap() {
+	modprobe brd rd_nr=1 rd_size=$(((mib + 64) * 1024)) max_part=0 || {
+		echo "# ramswap: modprobe brd failed" | tee -a "$res"; return; }
+	mkswap -q /dev/ram0 >/dev/null && swapon -p 32767 /dev/ram0
+	"$bin" restore willneed "$mib" $cg /dev/ram0 | sed 's/mode=willneed/mode=ramswap/' | tee -a "$res"
+	swapoff /dev/ram0
+	rmmod brd
+}
+
 for r in $(seq "$runs"); do
 	plain "fault willneed" ""
 	tier ""
+	ramswap
 	if [ "$frag" -gt 0 ]; then
 		plain willneed "FRAG=$frag"
 		tier "FRAG=$frag"

@@ -7,7 +7,8 @@
 # Environment: RUNS (3), MIB (256), THROTTLE (iops-total=3000,bps-total=125000000),
 # FRAG (3: also (b) and (c) with the container offloaded interleaved with 3 others;
 # 0 = not), PT_KO (the pagetier.ko to load, default build/kmod/KV/pagetier.ko), OUT
-# (results under build/vm/bench-tier-$OUT-{unthrottled,throttled}, default none).
+# (results under build/vm/bench-tier-$OUT-{unthrottled,throttled}, default none), PROFILES
+# ("unthrottled throttled"; the table has the rows of those run).
 set -u
 . "$(dirname "$0")/../../tests/vm/lib.sh"
 kv=${1:-$(tail -1 "$PT_TOP/build/kernels.txt")}
@@ -21,7 +22,8 @@ gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -I"$PT_TOP/kmod/uapi" -I"$PT_TOP/tes
 	-o "$bin" \
 	"$PT_TOP/bench/tier/tier_bench.c" || pt_die "cannot build tier_bench"
 
-for profile in unthrottled throttled; do
+profiles=${PROFILES:-unthrottled throttled}
+for profile in $profiles; do
 	out=$PT_TOP/build/vm/bench-tier-${OUT:+$OUT-}$profile
 	imgdir=$out.img
 	mkdir -p "$imgdir"
@@ -37,8 +39,7 @@ for profile in unthrottled throttled; do
 	grep '^RESULT' "$out/results.txt"
 done
 
-python3 - "$PT_TOP/build/vm/bench-tier-${OUT:+$OUT-}unthrottled/results.txt" \
-	"$PT_TOP/build/vm/bench-tier-${OUT:+$OUT-}throttled/results.txt" "$kv" "$mib" <<'PY'
+python3 - "$kv" "$mib" $(for p in $profiles; do echo "$p=$PT_TOP/build/vm/bench-tier-${OUT:+$OUT-}$p/results.txt"; done) <<'PY'
 import statistics, sys
 def load(path):
     r = {}
@@ -47,10 +48,10 @@ def load(path):
             kv = dict(x.split('=', 1) for x in line.split()[1:])
             r.setdefault(kv['mode'], []).append(kv)
     return r
-res = {p: load(f) for p, f in (('unthrottled', sys.argv[1]), ('throttled', sys.argv[2]))}
-mib = int(sys.argv[4])
-print(f"\nRestore of {mib} MiB after offload, Linux {sys.argv[3]}, QEMU TCG; median of "
-      f"{len(res['unthrottled']['fault'])} runs")
+res = {p: load(f) for p, f in (a.split('=', 1) for a in sys.argv[3:])}
+mib = int(sys.argv[2])
+print(f"\nRestore of {mib} MiB after offload, Linux {sys.argv[1]}, QEMU TCG; median of "
+      f"{len(next(iter(res.values()))['fault'])} runs")
 print("| profile | raw seq read | (a) demand faults, swap | (b) MADV_WILLNEED, swap | "
       "(c) tier PREFETCH + WILLNEED | (c) vs seq bw | (c) vs (a) |")
 print("|---|---|---|---|---|---|---|")
@@ -65,6 +66,17 @@ for p, r in res.items():
     c = mib * 1.048576 / med('prefetch')
     print(f"| {p} | {raw:.0f} MB/s | " + " | ".join(cells) +
           f" | {100 * c / raw:.0f}% | {med('fault') / med('prefetch'):.1f}x |")
+if all('ramswap' in r for r in res.values()):
+    print(f"\nThe guest CPU's ceiling: the same restore (MADV_WILLNEED, then touch) from swap "
+          f"on a RAM disk (brd), no drive; median")
+    print("| profile | ramswap | of the drive's raw seq read | (c) tier, of the ceiling |")
+    print("|---|---|---|---|")
+    for p, r in res.items():
+        med = lambda m: statistics.median(float(x['secs']) for x in r[m])
+        ceil = mib * 1.048576 / med('ramswap')
+        raw = float(r['rawseq'][0]['mbps'])
+        print(f"| {p} | {med('ramswap'):.2f} s, {ceil:.0f} MB/s | {100 * ceil / raw:.0f}% | "
+              f"{100 * med('ramswap') / med('prefetch'):.0f}% |")
 print(f"\nOffload of {mib} MiB (MADV_PAGEOUT until on swap; then memory.reclaim until "
       f"memory.current < 4 MiB), the same runs; median")
 print("| profile | plain swap: MADV_PAGEOUT | memory left | until freed | "
@@ -83,7 +95,7 @@ for p, r in res.items():
     print(f"| {p} | {off(('fault', 'willneed'))} | {off(('prefetch',))} |")
 if all('prefetch-frag' in r for r in res.values()):
     print(f"\nThe same container offloaded interleaved with 3 others (runs of 4 pages); "
-          f"median of {len(res['unthrottled']['prefetch-frag'])} runs")
+          f"median of {len(next(iter(res.values()))['prefetch-frag'])} runs")
     print("| profile | (b) MADV_WILLNEED, swap | (c) tier PREFETCH + WILLNEED | (c) vs (b) |")
     print("|---|---|---|---|")
     for p, r in res.items():
