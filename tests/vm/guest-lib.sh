@@ -44,10 +44,19 @@ pt_stuck_tasks() {
 
 # pt_step NAME LIMIT_S TAP CMD...: runs CMD in a session of its own, with its output on the
 # console and in TAP. Returns CMD's exit status; past LIMIT_S, reports the hang, marks the
-# guest failed ($PT_OUT/guest.rc) and exits.
+# guest failed ($PT_OUT/guest.rc) and exits. A step that ends records its status in TAP.rc.
+# A TAP.rc there already is a step the boot before this one finished, before the guest
+# died of the emulator's bug (lib.sh: pt_vm_run keeps the finished steps' output when it
+# runs the guest again): its TAP and status stand, and the step is not run again.
 pt_step() {
 	local name=$1 limit=$2 tap=$3 t0=$SECONDS pid tailpid rc
 	shift 3
+	if [ -f "$tap.rc" ]; then
+		rc=$(cat "$tap.rc")
+		echo "== $name: finished before the emulator's death of the boot before this one (exit $rc); its TAP stands:"
+		cat "$tap"
+		return "$rc"
+	fi
 	echo "== $name"
 	setsid "$@" >"$tap" 2>&1 </dev/null &
 	pid=$!
@@ -75,6 +84,7 @@ pt_step() {
 	wait "$pid"
 	rc=$?
 	wait "$tailpid"
+	echo "$rc" >"$tap.rc"
 	echo "== $name: exit $rc after $((SECONDS - t0)) s"
 	return "$rc"
 }

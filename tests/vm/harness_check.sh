@@ -3,7 +3,9 @@
 #  1. in the guest, pt_step (guest-lib.sh) fails a step stuck in the kernel, prints the
 #     stuck task's kernel stack and ends the guest;
 #  2. on the host, pt_vm_run (lib.sh) makes a guest that outlives PT_VM_TIMEOUT print its
-#     backtrace (an NMI through QMP), kills it, QEMU included, and returns 124.
+#     backtrace (an NMI through QMP), kills it, QEMU included, and returns 124;
+#  3. pt_vm_run boots a guest that died of the emulator's bug again, and the steps it
+#     finished are kept (a simulated death: harness-resume-guest.sh).
 #
 #   tests/vm/harness_check.sh KERNEL_VERSION
 set -u
@@ -25,6 +27,20 @@ check "the stuck task's kernel stack is reported" grep -q "^#     .*mnt_want_wri
 stopped_failed() { [ ! -e "$out/not-reached" ] && [ "$(cat "$out/guest.rc" 2>/dev/null)" = 1 ]; }
 check "the guest stops after a stuck step, failed" stopped_failed
 [ "$fail" = 0 ] || { echo "# console:"; sed 's/^/#   /' "$out/console.log" | tail -n 30; }
+
+# A guest that dies of the emulator's bug is booted again, and the steps it finished stand.
+rout=$PT_TOP/build/vm/harness-resume-$kv
+PT_VM_TIMEOUT=300 PT_VM_EMULATOR_RETRIES=1 pt_vm_run "$kv" "$rout" "tests/vm/harness-resume-guest.sh" \
+	>/dev/null 2>"$rout.stderr"
+boot_of() { sed -n 's/^ok 1 .* step, boot //p' "$rout/$1.tap"; }
+resumed() {
+	[ "$(cat "$rout/guest.rc" 2>/dev/null)" = 0 ] && [ -f "$rout/emulator-console-1.log" ] &&
+		[ -n "$(boot_of first)" ] && [ -n "$(boot_of second)" ] &&
+		[ "$(boot_of first)" != "$(boot_of second)" ]
+}
+check "a guest dead of the emulator's bug runs again, its finished step kept, not run again" resumed
+grep -q "keeping the 1 steps it finished" "$rout.stderr" ||
+	{ echo "# pt_vm_run said:"; sed 's/^/#   /' "$rout.stderr" | head -20; }
 
 # In the background: were the guard broken, this check must fail, not hang as CI did.
 t0=$SECONDS

@@ -128,19 +128,31 @@ pt_vm_run() {
 	# beside the output (emulator-console-N.log), and its report is printed. 0: no retry.
 	# Three: one make test on 2026-12-02 lost its 6.12 guest twice (an int3 at
 	# exc_page_fault's static key 504 s in, then at sched_clock_cpu's 3 s into the boot, "Not
-	# tainted") and passed on the third; each retry costs one guest's run, not a failure.
+	# tainted") and passed on the third.
+	# The steps the dead guest finished (guest-lib.sh: pt_step, a TAP file and its .rc) are
+	# kept, and the guest runs only the rest: a retry costs the boot and the step the
+	# emulator killed, not the whole guest again (CI passed one make test in 1,738 s where
+	# others took 926-1,072). The kernel-log check at the end of a suite then reads the last
+	# boot's log; the dead boot's first report was the emulator's, or there is no retry.
 	while [ "$try" -lt "$retries" ]; do
 		kind=$(python3 "$PT_TOP/tests/vm/console_crash.py" --kind "$out/console.log" 2>/dev/null)
 		[ "$kind" = emulator ] || break
 		try=$((try + 1))
 		cp "$out/console.log" "$out.emulator-console-$try.log"
+		rm -rf "$out.kept" && mkdir -p "$out.kept"
+		local rcf kept=0
+		for rcf in "$out"/*.rc; do
+			[ -f "$rcf" ] && [ -f "${rcf%.rc}" ] || continue
+			cp -a "$rcf" "${rcf%.rc}" "$out.kept/" && kept=$((kept + 1))
+		done
 		{
-			echo "vm: the guest died of the emulator's bug (QEMU 7.2 MTTCG, stale translation of patched kernel text; its console: $out.emulator-console-$try.log): running it again ($try of $retries). Its report:"
+			echo "vm: the guest died of the emulator's bug (QEMU 7.2 MTTCG, stale translation of patched kernel text; its console: $out.emulator-console-$try.log): running it again ($try of $retries), keeping the $kept steps it finished. Its report:"
 			python3 "$PT_TOP/tests/vm/console_crash.py" "$out.emulator-console-$try.log" | sed 1d | head -n 25 | sed 's/^/vm:   /'
 		} >&2
-		pt_vm_run_once "$@"
+		PT_VM_KEPT=$out.kept pt_vm_run_once "$@"
 		rc=$?
 	done
+	rm -rf "$out.kept"
 	for ((i = 1; i <= try; i++)); do
 		mv "$out.emulator-console-$i.log" "$out/emulator-console-$i.log" 2>/dev/null
 	done
@@ -159,6 +171,8 @@ pt_vm_run_once() {
 	local locked_here=0
 	[ "${PT_VM_LOCK_HELD:-0}" = 1 ] || { pt_vm_lock; locked_here=1; }
 	rm -rf "$out" && mkdir -p "$out"
+	# A run again after the emulator's death: the steps the dead guest finished (pt_vm_run).
+	[ -n "${PT_VM_KEPT:-}" ] && cp -a "$PT_VM_KEPT"/. "$out"/
 	pt_new_image "$img" "$PT_VM_NVME_SIZE" "$PT_VM_DISK_NEED"
 
 	# The watchdog: at PT_VM_TIMEOUT it asks QEMU what the guest is doing (qmp_diag.py).
