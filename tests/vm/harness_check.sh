@@ -39,7 +39,7 @@ resumed() {
 		[ "$(boot_of first)" != "$(boot_of second)" ]
 }
 check "a guest dead of the emulator's bug runs again, its finished step kept, not run again" resumed
-grep -q "keeping the 1 steps it finished" "$rout.stderr" ||
+grep -q "keeping the steps it finished (1)" "$rout.stderr" ||
 	{ echo "# pt_vm_run said:"; sed 's/^/#   /' "$rout.stderr" | head -20; }
 
 # In the background: were the guard broken, this check must fail, not hang as CI did.

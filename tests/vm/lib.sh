@@ -146,7 +146,7 @@ pt_vm_run() {
 			cp -a "$rcf" "${rcf%.rc}" "$out.kept/" && kept=$((kept + 1))
 		done
 		{
-			echo "vm: the guest died of the emulator's bug (QEMU 7.2 MTTCG, stale translation of patched kernel text; its console: $out.emulator-console-$try.log): running it again ($try of $retries), keeping the $kept steps it finished. Its report:"
+			echo "vm: the guest died of the emulator's bug (QEMU 7.2 MTTCG, stale translation of patched kernel text; its console: $out.emulator-console-$try.log): running it again ($try of $retries), keeping the steps it finished ($kept). Its report:"
 			python3 "$PT_TOP/tests/vm/console_crash.py" "$out.emulator-console-$try.log" | sed 1d | head -n 25 | sed 's/^/vm:   /'
 		} >&2
 		PT_VM_KEPT=$out.kept pt_vm_run_once "$@"
