@@ -49,6 +49,10 @@ def load(path):
             r.setdefault(kv['mode'], []).append(kv)
     return r
 res = {p: load(f) for p, f in (a.split('=', 1) for a in sys.argv[3:])}
+def median_secs(r, m):
+    return statistics.median(float(x['secs']) for x in r[m])
+def median_reads(r, m):
+    return int(statistics.median(int(x['dev_reads']) for x in r[m]))
 mib = int(sys.argv[2])
 print(f"\nRestore of {mib} MiB after offload, Linux {sys.argv[1]}, QEMU TCG; median of "
       f"{len(next(iter(res.values()))['fault'])} runs")
@@ -56,8 +60,8 @@ print("| profile | raw seq read | (a) demand faults, swap | (b) MADV_WILLNEED, s
       "(c) tier PREFETCH + WILLNEED | (c) vs seq bw | (c) vs (a) |")
 print("|---|---|---|---|---|---|---|")
 for p, r in res.items():
-    med = lambda m: statistics.median(float(x['secs']) for x in r[m])
-    reads = lambda m: int(statistics.median(int(x['dev_reads']) for x in r[m]))
+    med = lambda m: median_secs(r, m)
+    reads = lambda m: median_reads(r, m)
     raw = float(r['rawseq'][0]['mbps'])
     cells = []
     for m in ('fault', 'willneed', 'prefetch'):
@@ -72,11 +76,11 @@ if all('ramswap' in r for r in res.values()):
     print("| profile | ramswap | of the drive's raw seq read | (c) tier, of the ceiling |")
     print("|---|---|---|---|")
     for p, r in res.items():
-        med = lambda m: statistics.median(float(x['secs']) for x in r[m])
-        ceil = mib * 1.048576 / med('ramswap')
+        ceil = mib * 1.048576 / median_secs(r, 'ramswap')
         raw = float(r['rawseq'][0]['mbps'])
-        print(f"| {p} | {med('ramswap'):.2f} s, {ceil:.0f} MB/s | {100 * ceil / raw:.0f}% | "
-              f"{100 * med('ramswap') / med('prefetch'):.0f}% |")
+        print(f"| {p} | {median_secs(r, 'ramswap'):.2f} s, {ceil:.0f} MB/s | "
+              f"{100 * ceil / raw:.0f}% | "
+              f"{100 * median_secs(r, 'ramswap') / median_secs(r, 'prefetch'):.0f}% |")
 print(f"\nOffload of {mib} MiB (MADV_PAGEOUT until on swap; then memory.reclaim until "
       f"memory.current < 4 MiB), the same runs; median")
 print("| profile | plain swap: MADV_PAGEOUT | memory left | until freed | "
@@ -99,8 +103,8 @@ if all('prefetch-frag' in r for r in res.values()):
     print("| profile | (b) MADV_WILLNEED, swap | (c) tier PREFETCH + WILLNEED | (c) vs (b) |")
     print("|---|---|---|---|")
     for p, r in res.items():
-        med = lambda m: statistics.median(float(x['secs']) for x in r[m])
-        reads = lambda m: int(statistics.median(int(x['dev_reads']) for x in r[m]))
+        med = lambda m: median_secs(r, m)
+        reads = lambda m: median_reads(r, m)
         cells = [f"{med(m):.2f} s, {mib * 1.048576 / med(m):.0f} MB/s, {reads(m)} reads"
                  for m in ('willneed-frag', 'prefetch-frag')]
         print(f"| {p} | " + " | ".join(cells) +
