@@ -42,11 +42,17 @@ uint64_t pt_now_ms(void)
 #define PT_COLD_DROP_STEP (8ULL << 20)
 #define PT_TRIM_IDLE_STEP (4ULL << 20)
 #define PT_TRIM_ACTIVE_STEP (2ULL << 20)
-/* An idle trim that wrote: the next one waits this long. */
+/*
+ * An idle trim that wrote, or freed nothing: the next one waits this long, doubled for each
+ * one in a row that did so too, up to 2^PT_TRIM_HOLD_MAX_SHIFT times (16 minutes). Once a
+ * second, as it was after a trim that freed nothing, an idle PostgreSQL's trims each wrote
+ * 384 KiB of its memory for six seconds in a row (real_servers, 6.1, a long idle phase); a
+ * fixed hold would go on writing some every 30 s for as long as it stays idle.
+ */
 #define PT_TRIM_IDLE_HOLD_MS 30000
 /*
- * An active trim that wrote: the next waits this long, doubled for each one in a row that
- * wrote too, up to 2^PT_TRIM_ACTIVE_HOLD_MAX_SHIFT times. Until the next wake, as it was,
+ * An active trim that wrote, or freed nothing: the next waits this long, doubled for each
+ * one in a row that did so too, up to 2^PT_TRIM_HOLD_MAX_SHIFT times. Until the next wake, as it was,
  * is too long: on the multi-gen LRU a step that reaches the few pages its idle offload kept
  * (aged into the oldest generation with the prefetch) writes them, and the 57 MiB of
  * redis's wake that it never mapped stayed in memory while it served (real_servers, 6.12:
@@ -55,7 +61,7 @@ uint64_t pt_now_ms(void)
  * costs that much per hold, fewer and fewer.
  */
 #define PT_TRIM_ACTIVE_HOLD_MS 10000
-#define PT_TRIM_ACTIVE_HOLD_MAX_SHIFT 5
+#define PT_TRIM_HOLD_MAX_SHIFT 5
 /*
  * An active container's swap cache nobody maps, trimmed at most this often: what a light
  * load's faults read ahead around them keeps coming (2-3 MiB a second of redis serving a
@@ -1671,17 +1677,19 @@ static void apply_trim(struct pt_context *ctx, struct pt_action *a)
 	ctx->prefetch_dropped += a->freed;
 	/*
 	 * It wrote: what is left in the swap cache is in use (or the reclaim reached memory
-	 * that is). None for a while: idle, PT_TRIM_IDLE_HOLD_MS; active, a hold that doubles
-	 * with each write in a row (PT_TRIM_ACTIVE_HOLD_MS).
+	 * that is). It freed nothing and is not done (its budget spent on pages in use, steps
+	 * that free nothing): the same a second later. None for a while, a hold that doubles
+	 * with each such trim in a row (PT_TRIM_IDLE_HOLD_MS, PT_TRIM_ACTIVE_HOLD_MS).
 	 */
-	if (a->drop_stop == PT_DROP_WROTE) {
-		unsigned int shift = ctx->trim_writes_in_row < PT_TRIM_ACTIVE_HOLD_MAX_SHIFT ?
-				     ctx->trim_writes_in_row : PT_TRIM_ACTIVE_HOLD_MAX_SHIFT;
+	if (a->drop_stop == PT_DROP_WROTE || pt_drop_gained_nothing(a->drop_stop, a->freed)) {
+		unsigned int shift = ctx->trim_writes_in_row < PT_TRIM_HOLD_MAX_SHIFT ?
+				     ctx->trim_writes_in_row : PT_TRIM_HOLD_MAX_SHIFT;
 
-		ctx->trims_wrote++;
+		if (a->drop_stop == PT_DROP_WROTE)
+			ctx->trims_wrote++;
 		ctx->trim_writes_in_row++;
-		ctx->trim_held_until_ms = pt_now_ms() + (a->trim_active ?
-					  PT_TRIM_ACTIVE_HOLD_MS << shift : PT_TRIM_IDLE_HOLD_MS);
+		ctx->trim_held_until_ms = pt_now_ms() + ((a->trim_active ? PT_TRIM_ACTIVE_HOLD_MS :
+							  PT_TRIM_IDLE_HOLD_MS) << shift);
 	} else {
 		ctx->trim_writes_in_row = 0;
 	}

@@ -94,6 +94,12 @@ void pt_drop_stepped(struct pt_drop *d, uint64_t asked, uint64_t before, uint64_
 	}
 }
 
+bool pt_drop_gained_nothing(enum pt_drop_stop why, uint64_t freed)
+{
+	return (why == PT_DROP_BUDGET || why == PT_DROP_STUCK || why == PT_DROP_STEPS) &&
+	       freed < PT_DROP_CLOSE;
+}
+
 const char *pt_drop_stop_name(enum pt_drop_stop why)
 {
 	static const char *const names[] = {

@@ -98,6 +98,12 @@ void pt_drop_writes_follow_gain(struct pt_drop *d);
 uint64_t pt_drop_write_total(uint64_t gain);
 /* The step asked @asked bytes and memory.current went from @before to @after. */
 void pt_drop_stepped(struct pt_drop *d, uint64_t asked, uint64_t before, uint64_t after);
+/*
+ * Whether a drop that stopped for @why, having freed @freed bytes, ended short of its target
+ * with nothing gained (its budget or steps spent on pages in use): one a second later would
+ * do the same.
+ */
+bool pt_drop_gained_nothing(enum pt_drop_stop why, uint64_t freed);
 const char *pt_drop_stop_name(enum pt_drop_stop why);
 
 #endif

@@ -1713,6 +1713,32 @@ static void test_trim_holds_after_a_write(void **state)
 	pt_context_apply(&c, a);
 	assert_int_equal(c.trims_wrote, 9);
 	assert_int_equal(c.trim_held_until_ms, 0);
+	/*
+	 * Idle, a trim that freed nothing (its budget spent on pages in use) holds the next as
+	 * a write does, and each in a row doubles it: 30 s, then 60 s (an idle PostgreSQL's
+	 * trims ran once a second, each writing 384 KiB).
+	 */
+	assert_non_null(a = pt_context_trim(&c, t + 3700000));
+	a->drop_stop = PT_DROP_BUDGET;
+	a->freed = 64 * 1024;
+	now = pt_now_ms();
+	pt_context_apply(&c, a);
+	assert_in_range(c.trim_held_until_ms, now + 30000, pt_now_ms() + 30000);
+	assert_non_null(a = pt_context_trim(&c, c.trim_held_until_ms));
+	a->drop_stop = PT_DROP_WROTE;
+	now = pt_now_ms();
+	pt_context_apply(&c, a);
+	assert_in_range(c.trim_held_until_ms, now + 60000, pt_now_ms() + 60000);
+	assert_int_equal(c.trims_wrote, 10);	/* the one that freed nothing wrote nothing */
+	/* One that freed what it could (its budget, with most of it freed): no new hold. */
+	at = c.trim_held_until_ms;
+	assert_non_null(a = pt_context_trim(&c, at));
+	a->drop_stop = PT_DROP_BUDGET;
+	a->freed = 4ULL << 20;
+	pt_context_apply(&c, a);
+	assert_int_equal(c.trim_writes_in_row, 0);
+	assert_int_equal(c.trim_held_until_ms, at);
+	assert_non_null(pt_context_trim(&c, at + 1000));
 }
 
 /*

@@ -210,6 +210,19 @@ static void test_stuck(void **state)
 	assert_non_null(pt_drop_stop_name(PT_DROP_WROTE));
 }
 
+/* Short of the target with less than a MiB freed: nothing gained. Done, or freed: gained. */
+static void test_gained_nothing(void **state)
+{
+	(void)state;
+	assert_true(pt_drop_gained_nothing(PT_DROP_BUDGET, 64 * 1024));
+	assert_true(pt_drop_gained_nothing(PT_DROP_STUCK, 0));
+	assert_true(pt_drop_gained_nothing(PT_DROP_STEPS, 512 * 1024));
+	assert_false(pt_drop_gained_nothing(PT_DROP_BUDGET, 4 * MIB));
+	assert_false(pt_drop_gained_nothing(PT_DROP_DONE, 0));
+	assert_false(pt_drop_gained_nothing(PT_DROP_WROTE, 0));	/* held for its write */
+	assert_false(pt_drop_gained_nothing(PT_DROP_GOING, 0));	/* never ran */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +234,7 @@ int main(void)
 		cmocka_unit_test(test_no_swap_accounting),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_stuck),
+		cmocka_unit_test(test_gained_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
