@@ -52,11 +52,11 @@ uint64_t pt_now_ms(void)
 #define PT_TRIM_IDLE_HOLD_MS 30000
 /*
  * An active trim that wrote, or freed nothing: the next waits this long, doubled for each
- * one in a row that did so too, up to 2^PT_TRIM_HOLD_MAX_SHIFT times. Until the next wake, as it was,
- * is too long: on the multi-gen LRU a step that reaches the few pages its idle offload kept
- * (aged into the oldest generation with the prefetch) writes them, and the 57 MiB of
- * redis's wake that it never mapped stayed in memory while it served (real_servers, 6.12:
- * resident 66 of 74 MiB). A drop writes at most a share of what it can gain, 4 MiB at most
+ * one in a row that did so too, up to 2^PT_TRIM_HOLD_MAX_SHIFT times. Until the next wake,
+ * as it was, is too long: on the multi-gen LRU a step that reaches the few pages its idle
+ * offload kept (aged into the oldest generation with the prefetch) writes them, and the
+ * 57 MiB of redis's wake that it never mapped stayed in memory while it served
+ * (real_servers, 6.12: resident 66 of 74 MiB). A drop writes at most a share of what it can gain, 4 MiB at most
  * (pt_drop_write_total(), swapcache_drop.h), so in-use memory that keeps being reached
  * costs that much per hold, fewer and fewer.
  */
@@ -1152,7 +1152,7 @@ struct pt_action *pt_context_prefetch(struct pt_context *ctx, uint64_t rate, int
 	unsettled = interrupted_offload(ctx);
 	ctx->settle_passes = 0;
 	ctx->trim_held_until_ms = 0;
-	ctx->trim_writes_in_row = 0;
+	ctx->trim_holds_in_row = 0;
 	if (!ctx->policy.prefetch || (!ctx->n_wake_set && !ctx->n_file_set)) {
 		ctx->last_wake_ms = pt_now_ms() - ctx->idle.woke_at_ms;
 		ctx->prefetch_done_ms = pt_now_ms();
@@ -1682,16 +1682,16 @@ static void apply_trim(struct pt_context *ctx, struct pt_action *a)
 	 * with each such trim in a row (PT_TRIM_IDLE_HOLD_MS, PT_TRIM_ACTIVE_HOLD_MS).
 	 */
 	if (a->drop_stop == PT_DROP_WROTE || pt_drop_gained_nothing(a->drop_stop, a->freed)) {
-		unsigned int shift = ctx->trim_writes_in_row < PT_TRIM_HOLD_MAX_SHIFT ?
-				     ctx->trim_writes_in_row : PT_TRIM_HOLD_MAX_SHIFT;
+		unsigned int shift = ctx->trim_holds_in_row < PT_TRIM_HOLD_MAX_SHIFT ?
+				     ctx->trim_holds_in_row : PT_TRIM_HOLD_MAX_SHIFT;
 
 		if (a->drop_stop == PT_DROP_WROTE)
 			ctx->trims_wrote++;
-		ctx->trim_writes_in_row++;
+		ctx->trim_holds_in_row++;
 		ctx->trim_held_until_ms = pt_now_ms() + ((a->trim_active ? PT_TRIM_ACTIVE_HOLD_MS :
 							  PT_TRIM_IDLE_HOLD_MS) << shift);
 	} else {
-		ctx->trim_writes_in_row = 0;
+		ctx->trim_holds_in_row = 0;
 	}
 	pt_info("%s: %s: dropped %llu MiB of swap cache nobody mapped, of %llu MiB asked (%s, %llu ms)",
 		ctx->policy.name, a->trim_active ? "active" : "idle",

@@ -183,7 +183,7 @@ struct pt_context {
 	uint64_t last_trim_ms;		/* idle: the last look for stray swap cache */
 	uint64_t trim_held_until_ms;	/* no trim before then: the last one wrote, or freed nothing */
 	uint64_t trims_wrote;		/* trims stopped because their reclaim wrote */
-	unsigned int trim_writes_in_row;	/* trims held for, in a row since the wake */
+	unsigned int trim_holds_in_row;	/* trims held for, in a row since the wake */
 	/*
 	 * Active: when its last wake's prefetch was done, and the swap cache nobody mapped at
 	 * the last trim look (what the application still maps as it reads its memory back).

@@ -5,7 +5,7 @@
 #   willneed  plain swap on the namespace, MADV_WILLNEED then touch
 #   prefetch  a pagetier tier over the namespace, PREFETCH + MADV_WILLNEED then touch
 #   ramswap   plain swap on a RAM disk (brd), MADV_WILLNEED then touch: no drive at all,
-#             the guest CPU's own ceiling for any restore through the kernel's swap-in
+#             the guest CPU's own cost of a restore through the kernel's swap-in
 # and the namespace's raw sequential read bandwidth. Results: $PT_OUT/results.txt.
 #
 # With FRAG=N (run.sh passes it), (b) and (c) once more, the container offloaded
@@ -61,9 +61,10 @@ tier() {
 	"$bin" destroy "$id"
 }
 
-# The ceiling: the same restore from swap in RAM (brd, sized for the container), so that
-# what is left is the guest CPU's cost of swapping pages in (the page faults, the swap
-# cache, the memcg charge, the LRU) and a memcpy per page.
+# No drive: the same restore from swap in RAM (brd, sized for the container), so that what
+# is left is the guest CPU's cost of swapping pages in (the page faults, the swap cache, the
+# memcg charge, the LRU) and a copy per page. brd reads synchronously, in the caller: this
+# bounds the cost of a page, not the overlap of reads with faults that a drive allows.
 ramswap() {
 	modprobe brd rd_nr=1 rd_size=$(((mib + 64) * 1024)) max_part=0 || {
 		echo "# ramswap: modprobe brd failed" | tee -a "$res"; return; }

@@ -49,11 +49,13 @@ def load(path):
             r.setdefault(kv['mode'], []).append(kv)
     return r
 res = {p: load(f) for p, f in (a.split('=', 1) for a in sys.argv[3:])}
+mib = int(sys.argv[2])
 def median_secs(r, m):
     return statistics.median(float(x['secs']) for x in r[m])
-def median_reads(r, m):
-    return int(statistics.median(int(x['dev_reads']) for x in r[m]))
-mib = int(sys.argv[2])
+def restore_cell(r, m):
+    secs = median_secs(r, m)
+    reads = int(statistics.median(int(x['dev_reads']) for x in r[m]))
+    return f"{secs:.2f} s, {mib * 1.048576 / secs:.0f} MB/s, {reads} reads"
 print(f"\nRestore of {mib} MiB after offload, Linux {sys.argv[1]}, QEMU TCG; median of "
       f"{len(next(iter(res.values()))['fault'])} runs")
 print("| profile | raw seq read | (a) demand faults, swap | (b) MADV_WILLNEED, swap | "
@@ -61,19 +63,15 @@ print("| profile | raw seq read | (a) demand faults, swap | (b) MADV_WILLNEED, s
 print("|---|---|---|---|---|---|---|")
 for p, r in res.items():
     med = lambda m: median_secs(r, m)
-    reads = lambda m: median_reads(r, m)
     raw = float(r['rawseq'][0]['mbps'])
-    cells = []
-    for m in ('fault', 'willneed', 'prefetch'):
-        s = med(m)
-        cells.append(f"{s:.2f} s, {mib * 1.048576 / s:.0f} MB/s, {reads(m)} reads")
+    cells = [restore_cell(r, m) for m in ('fault', 'willneed', 'prefetch')]
     c = mib * 1.048576 / med('prefetch')
     print(f"| {p} | {raw:.0f} MB/s | " + " | ".join(cells) +
           f" | {100 * c / raw:.0f}% | {med('fault') / med('prefetch'):.1f}x |")
 if all('ramswap' in r for r in res.values()):
-    print(f"\nThe guest CPU's ceiling: the same restore (MADV_WILLNEED, then touch) from swap "
-          f"on a RAM disk (brd), no drive; median")
-    print("| profile | ramswap | of the drive's raw seq read | (c) tier, of the ceiling |")
+    print(f"\nNo drive, the guest CPU's cost alone: the same restore (MADV_WILLNEED, then "
+          f"touch) from swap on a RAM disk (brd); median")
+    print("| profile | ramswap | of the drive's raw seq read | (c) tier, against it |")
     print("|---|---|---|---|")
     for p, r in res.items():
         ceil = mib * 1.048576 / median_secs(r, 'ramswap')
@@ -103,10 +101,7 @@ if all('prefetch-frag' in r for r in res.values()):
     print("| profile | (b) MADV_WILLNEED, swap | (c) tier PREFETCH + WILLNEED | (c) vs (b) |")
     print("|---|---|---|---|")
     for p, r in res.items():
-        med = lambda m: median_secs(r, m)
-        reads = lambda m: median_reads(r, m)
-        cells = [f"{med(m):.2f} s, {mib * 1.048576 / med(m):.0f} MB/s, {reads(m)} reads"
-                 for m in ('willneed-frag', 'prefetch-frag')]
+        cells = [restore_cell(r, m) for m in ('willneed-frag', 'prefetch-frag')]
         print(f"| {p} | " + " | ".join(cells) +
-              f" | {med('willneed-frag') / med('prefetch-frag'):.1f}x |")
+              f" | {median_secs(r, 'willneed-frag') / median_secs(r, 'prefetch-frag'):.1f}x |")
 PY

@@ -1695,7 +1695,7 @@ static void test_trim_holds_after_a_write(void **state)
 	assert_non_null(a = pt_context_trim(&c, at));
 	a->drop_stop = PT_DROP_DONE;
 	pt_context_apply(&c, a);
-	assert_int_equal(c.trim_writes_in_row, 0);
+	assert_int_equal(c.trim_holds_in_row, 0);
 	assert_int_equal(c.trims_wrote, 8);
 	/* Idle: the next look may trim again (its offload reset the hold). */
 	c.idle.state = PT_STATE_IDLE;
@@ -1736,7 +1736,7 @@ static void test_trim_holds_after_a_write(void **state)
 	a->drop_stop = PT_DROP_BUDGET;
 	a->freed = 4ULL << 20;
 	pt_context_apply(&c, a);
-	assert_int_equal(c.trim_writes_in_row, 0);
+	assert_int_equal(c.trim_holds_in_row, 0);
 	assert_int_equal(c.trim_held_until_ms, at);
 	assert_non_null(a = pt_context_trim(&c, at + 1000));
 	a->drop_stop = PT_DROP_DONE;
